@@ -1,0 +1,43 @@
+"""Exception types. Each names what went wrong and where to look."""
+
+from __future__ import annotations
+
+
+class BwdConvError(Exception):
+    """Base of every error this package raises on purpose."""
+
+
+class InvalidArgumentError(BwdConvError, ValueError):
+    """An argument of convolution_backward is malformed. Raised before any
+    IR is built or compiled; the message names the argument and its value."""
+
+    def __init__(self, argument: str, value: object, reason: str) -> None:
+        self.argument = argument
+        self.value = value
+        self.reason = reason
+        super().__init__(f"{argument}={value!r}: {reason}")
+
+
+class UnsupportedDtypeError(InvalidArgumentError, TypeError):
+    """A tensor has a dtype the lowering does not handle (only f32, f16 and
+    bf16 are lowered), or the tensors' dtypes differ."""
+
+
+class LoweringError(BwdConvError):
+    """A convolution_backward op survived our patterns. We refuse to let
+    torch-mlir's own lowering take it, so the reasons are reported instead."""
+
+
+class PipelineError(BwdConvError):
+    """A pass pipeline or iree-compile failed. `repro_path` holds the input IR
+    and `command` is the one command that reproduces the failure."""
+
+    def __init__(self, stage: str, diagnostics: str, repro_path: str, command: str) -> None:
+        self.stage = stage
+        self.diagnostics = diagnostics
+        self.repro_path = repro_path
+        self.command = command
+        super().__init__(
+            f"{stage} failed.\n{diagnostics.strip()}\n\n"
+            f"The input IR was saved to {repro_path}\nReproduce with:\n  {command}"
+        )

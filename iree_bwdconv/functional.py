@@ -1,0 +1,142 @@
+"""`convolution_backward` with the signature and results of
+`torch.ops.aten.convolution_backward`, computed through our lowering, IREE
+and the IREE runtime. Modules are compiled once per configuration."""
+
+from __future__ import annotations
+
+import threading
+from typing import Optional, Sequence
+
+import torch
+
+from . import pipeline
+from .errors import InvalidArgumentError
+from .lowering import lower
+from .runtime import LoadedModule
+from .spec import ConvBackwardSpec, make_spec
+
+_DTYPE_NAMES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+_cache: dict[tuple, LoadedModule] = {}
+_cache_lock = threading.Lock()
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return _DTYPE_NAMES.get(dtype, str(dtype).removeprefix("torch."))
+
+
+def compile(mlir: str, target: str = "cpu") -> bytes:  # noqa: A001 - the public name
+    """Compile linalg-on-tensors MLIR text to a .vmfb for "cpu", "gfx942" or "cuda"."""
+    return pipeline.iree_compile(mlir, target)
+
+
+class ConvolutionBackward(torch.nn.Module):
+    """aten.convolution_backward with its arguments fixed, returning only the
+    gradients `output_mask` asks for (the IREE calling convention has no
+    None results)."""
+
+    def __init__(self, spec: ConvBackwardSpec, bias_sizes: Optional[Sequence[int]]) -> None:
+        super().__init__()
+        self.spec = spec
+        # PyTorch's meta function needs the sizes to shape grad_bias.
+        if bias_sizes is None and spec.output_mask[2]:
+            bias_sizes = [spec.out_channels]
+        self.bias_sizes = None if bias_sizes is None else list(bias_sizes)
+
+    def forward(self, grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor):
+        s = self.spec
+        grads = torch.ops.aten.convolution_backward(
+            grad_output, input, weight, self.bias_sizes, list(s.stride), list(s.padding),
+            list(s.dilation), s.transposed, list(s.output_padding), s.groups, list(s.output_mask),
+        )
+        return tuple(g for g, wanted in zip(grads, s.output_mask) if wanted)
+
+
+def _check_tensor(name: str, value: object) -> torch.Tensor:
+    if not isinstance(value, torch.Tensor):
+        raise InvalidArgumentError(name, type(value).__name__, "expected a torch.Tensor")
+    return value
+
+
+def spec_of(
+    grad_output: torch.Tensor, input: torch.Tensor, weight: torch.Tensor, bias_sizes, stride,
+    padding, dilation, transposed, output_padding, groups, output_mask, dynamic_batch: bool = False,
+) -> ConvBackwardSpec:
+    """Validate the call (before anything compiles) and describe it."""
+    tensors = {"grad_output": grad_output, "input": input, "weight": weight}
+    for name, value in tensors.items():
+        _check_tensor(name, value)
+    go_shape, in_shape = tuple(grad_output.shape), tuple(input.shape)
+    if dynamic_batch and go_shape[:1] != in_shape[:1]:
+        raise InvalidArgumentError(
+            "grad_output.shape", list(go_shape), f"batch differs from input's {list(in_shape[:1])}"
+        )
+    if dynamic_batch:
+        go_shape, in_shape = (None, *go_shape[1:]), (None, *in_shape[1:])
+    return make_spec(
+        grad_output_shape=go_shape,
+        input_shape=in_shape,
+        weight_shape=tuple(weight.shape),
+        dtypes={name: dtype_name(t.dtype) for name, t in tensors.items()},
+        bias_sizes=bias_sizes, stride=stride, padding=padding, dilation=dilation,
+        transposed=transposed, output_padding=output_padding, groups=groups,
+        output_mask=output_mask,
+    )
+
+
+def _example(tensor: torch.Tensor, batch: Optional[int]) -> torch.Tensor:
+    if batch is None:
+        return tensor
+    return torch.zeros((batch, *tensor.shape[1:]), dtype=tensor.dtype)
+
+
+def compiled_module(
+    spec: ConvBackwardSpec, bias_sizes, examples: Sequence[torch.Tensor], target: str
+) -> LoadedModule:
+    """The loaded module for `spec` on `target`, compiled on first use."""
+    key = (spec, None if bias_sizes is None else tuple(bias_sizes), target)
+    with _cache_lock:
+        cached = _cache.get(key)
+    if cached is not None:
+        return cached
+    module = ConvolutionBackward(spec, bias_sizes)
+    dynamic_shapes = None
+    if spec.dynamic_batch:
+        # torch.export specializes a size-1 dim, so trace a batch of 2.
+        batch = torch.export.Dim("batch")
+        examples = [_example(examples[0], 2), _example(examples[1], 2), examples[2]]
+        dynamic_shapes = ({0: batch}, {0: batch}, None)
+    mlir = lower(module, *examples, dynamic_shapes=dynamic_shapes)
+    loaded = LoadedModule(compile(mlir, target), target)
+    with _cache_lock:
+        _cache.setdefault(key, loaded)
+    return loaded
+
+
+def convolution_backward(
+    grad_output: torch.Tensor,
+    input: torch.Tensor,
+    weight: torch.Tensor,
+    bias_sizes: Optional[Sequence[int]],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    transposed: bool,
+    output_padding: Sequence[int],
+    groups: int,
+    output_mask: Sequence[bool],
+    *,
+    target: str = "cpu",
+    dynamic_batch: bool = False,
+) -> tuple[Optional[torch.Tensor], Optional[torch.Tensor], Optional[torch.Tensor]]:
+    """Same arguments and results as torch.ops.aten.convolution_backward.
+
+    With dynamic_batch=True one module, compiled with a dynamic batch dim,
+    serves every batch size of the configuration.
+    """
+    if target not in pipeline.TARGET_FLAGS:
+        raise InvalidArgumentError("target", target, f"expected one of {', '.join(pipeline.TARGET_FLAGS)}")
+    spec = spec_of(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
+                   output_padding, groups, output_mask, dynamic_batch)
+    loaded = compiled_module(spec, bias_sizes, (grad_output, input, weight), target)
+    outputs = iter(loaded(grad_output, input, weight))
+    return tuple(next(outputs) if wanted else None for wanted in spec.output_mask)  # type: ignore[return-value]

@@ -1,0 +1,128 @@
+"""Index arithmetic of convolution gradients, for any number of spatial dims.
+
+Pure Python over sequences of ints: no MLIR, no torch. Every size, padding
+and offset that the rewrite patterns put into IR comes from here, so that
+this module alone carries the arithmetic that vendor libraries got wrong
+(see docs/architecture.md). Per-dim functions take ints; the `*_nd` helpers
+map them over sequences.
+
+One spatial dim of the forward convolution reads
+    y[o] = sum_k x[o*s + k*d - p] * w[k],   0 <= o < O,
+and a transposed convolution is its adjoint with respect to x.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def conv_output_size(size: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
+    """Output length of a forward convolution (may be <= 0 for bad input)."""
+    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def transposed_output_size(
+    size: int, kernel: int, stride: int, padding: int, dilation: int, output_padding: int
+) -> int:
+    """Output length of a transposed convolution of an input of length `size`."""
+    return (size - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1
+
+
+def window_padding(
+    source: int, windows: int, kernel: int, stride: int, padding: int, dilation: int
+) -> tuple[int, int]:
+    """(low, high) zero padding of a tensor of length `source` that is read at
+    `o*stride + k*dilation - padding` for `o < windows`, `k < kernel`, so that
+    every read of the padded tensor, at `o*stride + k*dilation`, is in bounds.
+
+    The high side pads only up to the last read: a source longer than the
+    reads need is left as is (the generic reads a prefix of it).
+    """
+    last_read = (windows - 1) * stride + (kernel - 1) * dilation
+    high = max(0, last_read + 1 - padding - source)
+    return padding, high
+
+
+@dataclass(frozen=True)
+class ScatterPlacement:
+    """Where grad_output lands in the zero-inserted, padded buffer that the
+    direct grad_input form convolves with the reversed kernel.
+
+    Elements `first..last-1` of grad_output (the others fall entirely into
+    the padding and touch no input position) go to `offset + j*stride`,
+    `j = 0..last-first-1`, in a zero buffer of length `length`.
+    """
+
+    first: int
+    last: int
+    offset: int
+    length: int
+
+
+def scatter_placement(
+    input_size: int, output_size: int, kernel: int, stride: int, padding: int, dilation: int
+) -> ScatterPlacement:
+    """Placement for `dx[i] = sum_k buf[i + d*k] * w[K-1-k]`, `0 <= i < I`.
+
+    Grad_output element o contributes to input position `o*s - p + k*d`, so
+    it sits at `buf[o*s - p + d*(K-1)]`; the buffer spans every read,
+    `[0, I + d*(K-1))`.
+    """
+    low = dilation * (kernel - 1) - padding
+    length = input_size + dilation * (kernel - 1)
+    first = max(0, _ceil_div(-low, stride))
+    last = min(output_size, (length - 1 - low) // stride + 1)
+    last = max(first, last)
+    return ScatterPlacement(first=first, last=last, offset=low + first * stride, length=length)
+
+
+def conv_output_size_nd(
+    sizes: Sequence[int],
+    kernel: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+) -> tuple[int, ...]:
+    return tuple(map(conv_output_size, sizes, kernel, stride, padding, dilation))
+
+
+def transposed_output_size_nd(
+    sizes: Sequence[int],
+    kernel: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    output_padding: Sequence[int],
+) -> tuple[int, ...]:
+    return tuple(
+        map(transposed_output_size, sizes, kernel, stride, padding, dilation, output_padding)
+    )
+
+
+def window_padding_nd(
+    source: Sequence[int],
+    windows: Sequence[int],
+    kernel: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Per-dim `window_padding`, returned as (lows, highs)."""
+    pairs = list(map(window_padding, source, windows, kernel, stride, padding, dilation))
+    return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+
+
+def scatter_placement_nd(
+    input_size: Sequence[int],
+    output_size: Sequence[int],
+    kernel: Sequence[int],
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+) -> tuple[ScatterPlacement, ...]:
+    return tuple(map(scatter_placement, input_size, output_size, kernel, stride, padding, dilation))

@@ -1,0 +1,119 @@
+"""From a torch.nn.Module (or torch-dialect IR) to linalg, TOSA or StableHLO.
+
+linalg: convolution_backward is kept backend-legal through the torch
+backend pipeline, rewritten by our patterns, and only then does torch-mlir's
+linalg pipeline lower everything else, so its own lowering of the op never
+runs on this path. tosa/stablehlo: the op is not legal, so torch-mlir's
+DecomposeAtenConvolutionBackwardOp runs, as those backends expect.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import torch
+from torch_mlir import fx, ir
+from torch_mlir.dialects import torch as torch_d
+from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+
+import iree_bwdconv.patterns as patterns
+
+from . import pipeline
+from .errors import LoweringError
+
+BACKENDS = ("linalg", "tosa", "stablehlo")
+CONVOLUTION_BACKWARD = "aten.convolution_backward"
+_BACKEND_PIPELINES = {
+    "linalg": pipeline.LINALG_BACKEND,
+    "tosa": pipeline.TOSA_BACKEND,
+    "stablehlo": pipeline.STABLEHLO_BACKEND,
+}
+
+
+def new_context() -> ir.Context:
+    context = ir.Context()
+    torch_d.register_dialect(context)
+    pipeline.load_torch_conversion_dialect(context)
+    return context
+
+
+def _decompositions() -> dict:
+    table = dict(get_decomposition_table())
+    table.pop(torch.ops.aten.convolution_backward.default, None)
+    return table
+
+
+def import_module(module: torch.nn.Module, *example_args: Any, dynamic_shapes: Optional[Any] = None) -> ir.Module:
+    """torch.export the module and import it as raw torch-dialect IR."""
+    imported = fx.export_and_import(
+        module,
+        *example_args,
+        output_type="raw",
+        dynamic_shapes=dynamic_shapes,
+        decomposition_table=_decompositions(),
+    )
+    pipeline.load_torch_conversion_dialect(imported.context)
+    return imported
+
+
+def parse_torch_mlir(text: str) -> ir.Module:
+    context = new_context()
+    with context:
+        return ir.Module.parse(text)
+
+
+def _check_backend(backend: str) -> None:
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r}: expected one of {', '.join(BACKENDS)}")
+
+
+def to_torch_backend(raw: ir.Module, backend: str) -> None:
+    """Raw torch IR -> torch backend contract, the op kept legal for linalg."""
+    _check_backend(backend)
+    legal = f"{{backend-legal-ops={CONVOLUTION_BACKWARD}}}" if backend == "linalg" else ""
+    pipeline.run_pipeline(
+        raw,
+        f"builtin.module(func.func(torch-match-quantized-custom-ops), {pipeline.TORCH_BACKEND}{legal})",
+        "torch backend pipeline",
+    )
+
+
+def ops_named(module: ir.Module, name: str) -> list[ir.Operation]:
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name == name:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return found
+
+
+def rewrite_convolution_backward(module: ir.Module) -> None:
+    """Run our patterns; refuse (LoweringError) if any op is left unrewritten."""
+    mismatches = patterns.apply_patterns(module)
+    left = ops_named(module, patterns.convolution_backward.ROOT)
+    if left:
+        reasons = "\n  ".join(mismatches.reasons) or "no pattern was offered the op"
+        raise LoweringError(f"{len(left)} convolution_backward op(s) could not be lowered:\n  {reasons}")
+
+
+def lower_torch(raw: ir.Module, backend: str = "linalg") -> str:
+    """Raw torch-dialect IR (as the FX importer makes it) -> backend IR text."""
+    to_torch_backend(raw, backend)
+    if backend == "linalg":
+        rewrite_convolution_backward(raw)
+    pipeline.run_pipeline(raw, f"builtin.module({_BACKEND_PIPELINES[backend]})", f"{backend} backend pipeline")
+    return str(raw)
+
+
+def lower(
+    module: torch.nn.Module,
+    *example_args: Any,
+    backend: str = "linalg",
+    dynamic_shapes: Optional[Any] = None,
+) -> str:
+    """Lower `module` traced on `example_args` to MLIR text for `backend`."""
+    _check_backend(backend)
+    return lower_torch(import_module(module, *example_args, dynamic_shapes=dynamic_shapes), backend)

@@ -1,0 +1,100 @@
+"""The one place that runs MLIR pass pipelines and iree-compile.
+
+Every failure leaves its input IR in a file and names the one command that
+reproduces it (torch-mlir-opt or iree-compile, both installed with the
+stack). Files go to $IREE_BWDCONV_REPRO_DIR, else a temp folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from torch_mlir import ir
+from torch_mlir.passmanager import PassManager
+
+from .errors import PipelineError
+
+TORCH_BACKEND = "torchdynamo-export-to-torch-backend-pipeline"
+LINALG_BACKEND = "torch-backend-to-linalg-on-tensors-backend-pipeline"
+TOSA_BACKEND = "torch-backend-to-tosa-backend-pipeline"
+STABLEHLO_BACKEND = "torch-backend-to-stablehlo-backend-pipeline"
+
+TARGET_FLAGS: dict[str, tuple[str, ...]] = {
+    "cpu": (
+        "--iree-hal-target-device=local",
+        "--iree-hal-local-target-device-backends=llvm-cpu",
+        "--iree-llvmcpu-target-cpu=host",
+    ),
+    "gfx942": ("--iree-hal-target-device=hip", "--iree-rocm-target=gfx942"),
+    # IREE 3.13 rejects sm_90; sm_80 PTX runs on Hopper.
+    "cuda": ("--iree-hal-target-device=cuda", "--iree-cuda-target=sm_80"),
+}
+
+
+def repro_dir() -> Path:
+    path = Path(os.environ.get("IREE_BWDCONV_REPRO_DIR") or Path(tempfile.gettempdir()) / "iree-bwdconv-repro")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _save(text: str, stem: str) -> Path:
+    fd, name = tempfile.mkstemp(prefix=f"{stem}-", suffix=".mlir", dir=repro_dir())
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return Path(name)
+
+
+def _tool(name: str) -> str:
+    """An installed tool, by absolute path when it sits beside this Python."""
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.exists() else (shutil.which(name) or name)
+
+
+def run_pipeline(module: ir.Module, pipeline: str, stage: str) -> None:
+    """Run a textual pass pipeline in place, e.g. "builtin.module(...)"."""
+    before = module.operation.get_asm(enable_debug_info=True)
+    try:
+        with module.context:
+            PassManager.parse(pipeline).run(module.operation)
+    except ir.MLIRError as err:
+        path = _save(before, stage.replace(" ", "_"))
+        command = f"{_tool('torch-mlir-opt')} --pass-pipeline={shlex.quote(pipeline)} {path}"
+        raise PipelineError(stage, str(err), str(path), command) from None
+
+
+def load_torch_conversion_dialect(context: ir.Context) -> None:
+    """Load torch_c, which the patterns' casts belong to, into `context`.
+
+    The bindings have no Python hook for it; running an (empty) pass that
+    depends on it is the documented way a context loads a dialect. Ops made
+    before this would be unregistered and break later passes.
+    """
+    with context, ir.Location.unknown():
+        empty = ir.Module.create()
+        PassManager.parse("builtin.module(torch-func-backend-type-conversion)").run(empty.operation)
+
+
+def iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...] = ()) -> bytes:
+    """Compile MLIR text (linalg on tensors) to a .vmfb for `target`."""
+    if target not in TARGET_FLAGS:
+        raise ValueError(f"target={target!r}: expected one of {', '.join(TARGET_FLAGS)}")
+    flags = [*TARGET_FLAGS[target], *extra_flags]
+    with tempfile.TemporaryDirectory() as tmp:
+        src, out = Path(tmp) / "input.mlir", Path(tmp) / "module.vmfb"
+        src.write_text(mlir)
+        proc = subprocess.run(
+            [_tool("iree-compile"), *flags, str(src), "-o", str(out)],
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode == 0:
+            return out.read_bytes()
+    path = _save(mlir, f"iree-compile-{target}")
+    command = shlex.join([_tool("iree-compile"), *flags, str(path), "-o", f"{path.with_suffix('')}.vmfb"])
+    raise PipelineError(f"iree-compile for target {target}", proc.stderr, str(path), command)

@@ -1,0 +1,116 @@
+"""Reading torch-dialect IR and crossing between torch value tensors and
+builtin tensors, for the rewrite patterns (torch-mlir's bindings)."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from torch_mlir import ir
+from torch_mlir.dialects import torch as torch_d
+
+from . import linalg_builders as lb
+from .spec import ConvBackwardSpec, Shape, make_spec
+
+
+class PatternMismatch(Exception):
+    """The op is not in a form a pattern handles; the message says why."""
+
+
+_VTENSOR = re.compile(r"^!torch\.vtensor<\[([^\]]*)\],(\w+)>$")
+_TORCH_DTYPES = {"f32": "f32", "f16": "f16", "bf16": "bf16"}
+
+
+def vtensor_shape_and_dtype(type_: ir.Type) -> tuple[Shape, str]:
+    """Shape (None for `?`) and element type name of a `!torch.vtensor`.
+
+    The torch types have no Python accessors in the bindings, so the type's
+    own printed form is read; anything but a ranked value tensor is refused.
+    """
+    match = _VTENSOR.match(str(type_))
+    if not match:
+        raise PatternMismatch(f"operand type {type_} is not a ranked value tensor")
+    dims_text, dtype = match.groups()
+    shape = tuple(None if d == "?" else int(d) for d in dims_text.split(",") if d)
+    return shape, dtype
+
+
+def _defining_op(value: ir.Value, what: str) -> ir.Operation:
+    owner = value.owner
+    if not isinstance(owner, (ir.Operation, ir.OpView)):
+        raise PatternMismatch(f"{what} is a block argument, not a constant")
+    return owner.operation if isinstance(owner, ir.OpView) else owner
+
+
+def constant_int(value: ir.Value, what: str) -> int:
+    op = _defining_op(value, what)
+    if op.name != "torch.constant.int":
+        raise PatternMismatch(f"{what} is not a torch.constant.int (found {op.name})")
+    return ir.IntegerAttr(op.attributes["value"]).value
+
+
+def constant_bool(value: ir.Value, what: str) -> bool:
+    op = _defining_op(value, what)
+    if op.name != "torch.constant.bool":
+        raise PatternMismatch(f"{what} is not a torch.constant.bool (found {op.name})")
+    return ir.BoolAttr(op.attributes["value"]).value
+
+
+def is_none(value: ir.Value) -> bool:
+    return str(value.type) == "!torch.none"
+
+
+def constant_list(value: ir.Value, what: str, read) -> list:
+    op = _defining_op(value, what)
+    if op.name != "torch.prim.ListConstruct":
+        raise PatternMismatch(f"{what} is not a constant list (found {op.name})")
+    return [read(v, f"{what}[{i}]") for i, v in enumerate(op.operands)]
+
+
+def read_convolution_backward(op: ir.Operation) -> ConvBackwardSpec:
+    """The op's spec, or PatternMismatch / InvalidArgumentError saying why not."""
+    (grad_output, input_, weight, bias_sizes, stride, padding, dilation,
+     transposed, output_padding, groups, output_mask) = op.operands
+    types = {
+        "grad_output": vtensor_shape_and_dtype(grad_output.type),
+        "input": vtensor_shape_and_dtype(input_.type),
+        "weight": vtensor_shape_and_dtype(weight.type),
+    }
+    dtypes = {name: _TORCH_DTYPES.get(dtype, dtype) for name, (_, dtype) in types.items()}
+    return make_spec(
+        grad_output_shape=types["grad_output"][0],
+        input_shape=types["input"][0],
+        weight_shape=types["weight"][0],
+        dtypes=dtypes,
+        bias_sizes=None if is_none(bias_sizes) else constant_list(bias_sizes, "bias_sizes", constant_int),
+        stride=constant_list(stride, "stride", constant_int),
+        padding=constant_list(padding, "padding", constant_int),
+        dilation=constant_list(dilation, "dilation", constant_int),
+        transposed=constant_bool(transposed, "transposed"),
+        output_padding=constant_list(output_padding, "output_padding", constant_int),
+        groups=constant_int(groups, "groups"),
+        output_mask=constant_list(output_mask, "output_mask", constant_bool),
+    )
+
+
+def to_builtin(value: ir.Value) -> ir.Value:
+    """`torch_c.to_builtin_tensor`: the boundary TorchToLinalg also uses."""
+    shape, dtype = vtensor_shape_and_dtype(value.type)
+    type_ = lb.tensor_type([lb.dynamic() if s is None else s for s in shape], lb.element_type(dtype))
+    return ir.Operation.create("torch_c.to_builtin_tensor", results=[type_], operands=[value]).result
+
+
+def from_builtin(value: ir.Value, vtensor_type: ir.Type) -> ir.Value:
+    return ir.Operation.create(
+        "torch_c.from_builtin_tensor", results=[vtensor_type], operands=[value]
+    ).result
+
+
+def none_value() -> ir.Value:
+    return torch_d.ConstantNoneOp().result
+
+
+def result_type(op: ir.Operation, index: int) -> Optional[ir.Type]:
+    """The op's result type at `index`, or None where it is `!torch.none`."""
+    type_ = op.results[index].type
+    return None if str(type_) == "!torch.none" else type_

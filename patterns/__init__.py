@@ -1,0 +1,65 @@
+"""The rewrite patterns of iree-bwdconv, one per module, and their registry.
+
+A pattern's `rewrite(op, rewriter)` returns None when it rewrote the op and
+a sentence saying why it did not match otherwise (the Python rewrite API
+reads a truthy return as "no match"). `apply_patterns` keeps those
+sentences, so a lowering that refuses an op can say why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from torch_mlir import ir
+from torch_mlir.rewrite import PatternRewriter, RewritePatternSet, apply_patterns_and_fold_greedily
+
+from . import convolution_backward
+
+RewriteFn = Callable[[ir.Operation, PatternRewriter], Optional[str]]
+
+
+@dataclass(frozen=True)
+class Pattern:
+    name: str
+    root: str
+    rewrite: RewriteFn
+    benefit: int = 1
+
+
+REGISTRY: tuple[Pattern, ...] = (
+    Pattern("convolution_backward", convolution_backward.ROOT, convolution_backward.rewrite),
+)
+
+
+@dataclass
+class Mismatches:
+    """Why each pattern declined each op it was offered, in order, once each."""
+
+    reasons: list[str] = field(default_factory=list)
+
+    def record(self, pattern: Pattern, op: ir.Operation, reason: str) -> None:
+        line = f"{pattern.name} did not match {op.name} at {op.location}: {reason}"
+        if line not in self.reasons:
+            self.reasons.append(line)
+
+
+def _recording(pattern: Pattern, mismatches: Mismatches) -> RewriteFn:
+    def callback(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
+        reason = pattern.rewrite(op, rewriter)
+        if reason:
+            mismatches.record(pattern, op, reason)
+        return reason
+
+    return callback
+
+
+def apply_patterns(module: ir.Module, patterns: tuple[Pattern, ...] = REGISTRY) -> Mismatches:
+    """Run the patterns greedily over `module` (inside its context)."""
+    mismatches = Mismatches()
+    with module.context:
+        pattern_set = RewritePatternSet()
+        for pattern in patterns:
+            pattern_set.add(pattern.root, _recording(pattern, mismatches), pattern.benefit)
+        apply_patterns_and_fold_greedily(module, pattern_set.freeze())
+    return mismatches

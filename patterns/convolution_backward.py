@@ -1,0 +1,96 @@
+"""aten.convolution_backward -> linalg.generic, every gradient, any rank.
+
+grad_input of a non-transposed convolution is computed here in the direct
+form: grad_output scattered into zeros (stride s leaves s-1 zeros between
+elements) and padded, then a stride-1 contraction with the kernel read in
+reverse. the kernel is reversed by a gather (`lb.flip`) along its dims of size > 1
+only: a 1x1 kernel gets no flip at all.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from torch_mlir import ir
+from torch_mlir.rewrite import PatternRewriter
+
+from iree_bwdconv import geometry, gradients
+from iree_bwdconv import linalg_builders as lb
+from iree_bwdconv import torch_ir
+from iree_bwdconv.errors import InvalidArgumentError
+from iree_bwdconv.linalg_builders import PARALLEL, REDUCTION
+from iree_bwdconv.spec import ConvBackwardSpec
+
+ROOT = "torch.aten.convolution_backward"
+
+
+def grad_input_direct(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
+    """dx[n,g,c,i] = sum_{f,k} buf[n,g,f,i + d*k] * w[g,f,c,K-1-k]."""
+    r, groups = spec.spatial_rank, spec.groups
+    c_in, f_out = spec.in_channels // groups, spec.out_channels // groups
+    places = geometry.scatter_placement_nd(
+        spec.input_spatial, spec.output_spatial, spec.kernel, spec.stride, spec.padding, spec.dilation
+    )
+    if any(p.last == p.first for p in places):
+        return gradients.zeros_like_input(spec, grad_output)
+
+    batch = lb.sizes_of(grad_output)[0]
+    counts = [p.last - p.first for p in places]
+    used = lb.extract(grad_output, [0, 0, *(p.first for p in places)], [batch, spec.out_channels, *counts])
+    if all(s == 1 for s in spec.stride):
+        high = [p.length - p.offset - n for p, n in zip(places, counts)]
+        buf = lb.pad(used, [0, 0, *(p.offset for p in places)], [0, 0, *high])
+    else:
+        zero_buf = lb.zeros([batch, spec.out_channels, *(p.length for p in places)],
+                            lb.element_type(spec.dtype))
+        buf = lb.insert_strided(used, zero_buf, [0, 0, *(p.offset for p in places)], [1, 1, *spec.stride])
+    dy = lb.expand_dim(buf, 1, (groups, f_out))
+    w = lb.expand_dim(lb.flip(weight, range(2, 2 + r)), 0, (groups, f_out))
+
+    num = 4 + 2 * r
+    n, g, c, *rest = lb.dims(num)
+    i, f, k = rest[:r], rest[r], rest[r + 1 :]
+    reads = [ii + ki * d for ii, ki, d in zip(i, k, spec.dilation)]
+    maps = [
+        lb.affine_map(num, [n, g, f, *reads]),
+        lb.affine_map(num, [g, f, c, *k]),
+        lb.affine_map(num, [n, g, c, *i]),
+    ]
+    init = lb.zeros([batch, groups, c_in, *spec.input_spatial], lb.element_type(gradients.ACCUMULATOR))
+    iterators = [PARALLEL] * (3 + r) + [REDUCTION] * (1 + r)
+    acc = lb.contraction(dy, w, init, maps, iterators)
+    return lb.convert(lb.collapse_dims(acc, 1), lb.element_type(spec.dtype))
+
+
+def check(op: ir.Operation) -> tuple[Optional[ConvBackwardSpec], Optional[str]]:
+    """Preconditions, before any IR is built: (spec, None) or (None, why not)."""
+    try:
+        spec = torch_ir.read_convolution_backward(op)
+    except (torch_ir.PatternMismatch, InvalidArgumentError) as err:
+        return None, str(err)
+    for index, wanted in enumerate(spec.output_mask):
+        if wanted != (torch_ir.result_type(op, index) is not None):
+            return None, f"result {index} is {op.results[index].type} but output_mask[{index}]={wanted}"
+    return spec, None
+
+
+def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
+    """Replace the op; return None when rewritten, else the reason it was not."""
+    spec, why_not = check(op)
+    if spec is None:
+        return why_not
+    with rewriter.ip, op.location:
+        grad_output, input_, weight = (torch_ir.to_builtin(v) for v in list(op.operands)[:3])
+        builders = (
+            lambda: (gradients.grad_input_transposed if spec.transposed else grad_input_direct)(
+                spec, grad_output, weight
+            ),
+            lambda: gradients.grad_weight(spec, grad_output, input_),
+            lambda: gradients.grad_bias(spec, grad_output),
+        )
+        results = []
+        for index, build in enumerate(builders):
+            type_ = torch_ir.result_type(op, index)
+            results.append(torch_ir.none_value() if type_ is None else torch_ir.from_builtin(build(), type_))
+        rewriter.replace_op(op, results)
+    return None
