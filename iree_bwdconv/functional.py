@@ -4,6 +4,7 @@ and the IREE runtime. Modules are compiled once per configuration."""
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Optional, Sequence
 
@@ -83,33 +84,36 @@ def spec_of(
     )
 
 
-def _example(tensor: torch.Tensor, batch: Optional[int]) -> torch.Tensor:
-    if batch is None:
-        return tensor
-    return torch.zeros((batch, *tensor.shape[1:]), dtype=tensor.dtype)
+_TORCH_DTYPES = {name: dtype for dtype, name in _DTYPE_NAMES.items()}
 
 
-def compiled_module(
-    spec: ConvBackwardSpec, bias_sizes, examples: Sequence[torch.Tensor], target: str
-) -> LoadedModule:
+@functools.lru_cache(maxsize=256)
+def lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]] = None) -> str:
+    """Linalg MLIR of the configuration, traced on zeros of its shapes."""
+    dtype = _TORCH_DTYPES[spec.dtype]
+    # torch.export specializes a size-1 dim, so a dynamic batch is traced at 2.
+    batch = 2 if spec.dynamic_batch else None
+    examples = [
+        torch.zeros([batch if size is None else size for size in shape], dtype=dtype)
+        for shape in (spec.grad_output_shape, spec.input_shape, spec.weight_shape)
+    ]
+    dynamic_shapes = None
+    if spec.dynamic_batch:
+        dim = torch.export.Dim("batch")
+        dynamic_shapes = ({0: dim}, {0: dim}, None)
+    return lower(ConvolutionBackward(spec, bias_sizes), *examples, dynamic_shapes=dynamic_shapes)
+
+
+def compiled_module(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]], target: str) -> LoadedModule:
     """The loaded module for `spec` on `target`, compiled on first use."""
-    key = (spec, None if bias_sizes is None else tuple(bias_sizes), target)
+    key = (spec, bias_sizes, target)
     with _cache_lock:
         cached = _cache.get(key)
     if cached is not None:
         return cached
-    module = ConvolutionBackward(spec, bias_sizes)
-    dynamic_shapes = None
-    if spec.dynamic_batch:
-        # torch.export specializes a size-1 dim, so trace a batch of 2.
-        batch = torch.export.Dim("batch")
-        examples = [_example(examples[0], 2), _example(examples[1], 2), examples[2]]
-        dynamic_shapes = ({0: batch}, {0: batch}, None)
-    mlir = lower(module, *examples, dynamic_shapes=dynamic_shapes)
-    loaded = LoadedModule(compile(mlir, target), target)
+    loaded = LoadedModule(compile(lowered(spec, bias_sizes), target), target)
     with _cache_lock:
-        _cache.setdefault(key, loaded)
-    return loaded
+        return _cache.setdefault(key, loaded)
 
 
 def convolution_backward(
@@ -137,6 +141,9 @@ def convolution_backward(
         raise InvalidArgumentError("target", target, f"expected one of {', '.join(pipeline.TARGET_FLAGS)}")
     spec = spec_of(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
                    output_padding, groups, output_mask, dynamic_batch)
-    loaded = compiled_module(spec, bias_sizes, (grad_output, input, weight), target)
+    if not any(spec.output_mask):
+        return None, None, None
+    sizes = None if bias_sizes is None else tuple(int(b) for b in bias_sizes)
+    loaded = compiled_module(spec, sizes, target)
     outputs = iter(loaded(grad_output, input, weight))
     return tuple(next(outputs) if wanted else None for wanted in spec.output_mask)  # type: ignore[return-value]

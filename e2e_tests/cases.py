@@ -1,0 +1,73 @@
+"""The named e2e cases. Every item of the lowering's coverage has at least
+one: ranks 1-3, groups and depthwise, per-dim stride/padding/dilation,
+transposed with output_padding, every output_mask, bias_sizes None or
+given, f32/f16/bf16, and a dynamic batch dim."""
+
+from __future__ import annotations
+
+import itertools
+
+from .registry import case, register
+
+# Ranks, with the usual 3x3 stride-2 downsampling and its stride-1 control.
+register(case((2, 4, 9), 6, (3,), stride=(2,), padding=(1,)))
+register(case((2, 4, 9, 9), 6, (3, 3), stride=(2, 2), padding=(1, 1)))
+register(case((2, 4, 9, 9), 6, (3, 3), padding=(1, 1)))
+register(case((2, 3, 5, 6, 7), 4, (3, 3, 3), stride=(2, 2, 2), padding=(1, 1, 1)))
+register(case((1, 2, 6, 5, 4), 2, (2, 1, 3), stride=(1, 2, 3), padding=(0, 1, 2), dilation=(2, 1, 1)))
+
+# Per-dim stride, padding and dilation, all different.
+register(case((2, 3, 11, 10), 4, (3, 2), stride=(3, 1), padding=(2, 0), dilation=(1, 3)))
+register(case((2, 3, 13), 5, (4,), stride=(2,), padding=(3,), dilation=(2,)))
+
+# Groups: grouped, depthwise, depthwise with a channel multiplier.
+register(case((2, 8, 9, 9), 8, (3, 3), stride=(2, 2), padding=(1, 1), groups=4, dtype="f16"))
+register(case((2, 8, 9, 9), 8, (3, 3), stride=(2, 2), padding=(1, 1), groups=4))
+register(case((2, 6, 10, 10), 6, (3, 3), stride=(2, 2), padding=(1, 1), groups=6))
+register(case((2, 4, 8, 8), 8, (5, 5), padding=(2, 2), groups=4))
+register(case((2, 4, 7, 7, 7), 4, (3, 3, 3), stride=(2, 1, 2), padding=(1, 1, 1), groups=2))
+
+# 1x1 kernels: no flip, stride 2 projection shortcut, padding that only reads zeros.
+register(case((2, 8, 10, 10), 16, (1, 1), stride=(2, 2)))
+register(case((2, 8, 9, 9), 4, (1, 1), stride=(2, 2), padding=(1, 1)))
+register(case((2, 4, 7), 4, (1,), stride=(3,)))
+
+# Shapes that broke vendor stride-phase code: stride > kernel (empty phases),
+# gcd(stride, dilation) > 1, kernel 6 stride 3, odd sizes, large padding.
+register(case((2, 3, 11, 11), 4, (2, 2), stride=(3, 3)))
+register(case((2, 3, 12, 9), 4, (2, 3), stride=(3, 1), padding=(0, 1)))
+register(case((2, 3, 13, 13), 4, (3, 3), stride=(2, 2), dilation=(2, 2), padding=(2, 2)))
+register(case((2, 2, 17, 17), 3, (6, 6), stride=(3, 3), padding=(2, 2)))
+register(case((2, 3, 7, 9), 4, (3, 3), stride=(2, 2), padding=(4, 3)))
+register(case((1, 2, 1), 2, (1,), stride=(2,), padding=(1,), note="every read is padding: grad_input is 0"))
+
+# Transposed convolutions (torch-mlir's lowering rejects these).
+register(case((2, 4, 5, 5), 6, (3, 3), stride=(2, 2), padding=(1, 1), transposed=True, output_padding=(1, 1)))
+register(case((2, 4, 5), 6, (4,), stride=(2,), padding=(1,), transposed=True))
+register(case((2, 4, 3, 4, 3), 2, (3, 2, 3), stride=(2, 2, 1), transposed=True, output_padding=(1, 0, 0)))
+register(case((2, 6, 6, 5), 4, (3, 3), stride=(3, 2), padding=(1, 0), dilation=(1, 2),
+              transposed=True, output_padding=(2, 1), groups=2))
+register(case((2, 4, 6, 6), 4, (3, 3), stride=(2, 2), padding=(1, 1), transposed=True,
+              output_padding=(1, 1), groups=4, dtype="bf16"))
+register(case((2, 3, 4, 4), 5, (1, 1), stride=(2, 2), transposed=True, output_padding=(1, 1)))
+
+# Every output_mask, with and without bias_sizes.
+for mask in itertools.product((False, True), repeat=3):
+    if any(mask) and not all(mask):
+        register(case((2, 4, 8, 8), 6, (3, 3), stride=(2, 2), padding=(1, 1), output_mask=mask,
+                      bias=mask[2]))
+register(case((2, 4, 8, 8), 6, (3, 3), stride=(2, 2), padding=(1, 1), output_mask=(True, True, True),
+              bias=False, suffix="nobiassizes"))
+register(case((2, 4, 5, 5), 6, (3, 3), stride=(2, 2), transposed=True, output_mask=(False, True, False),
+              bias=False))
+
+# Dtypes.
+for dtype in ("f16", "bf16"):
+    register(case((2, 4, 9, 9), 6, (3, 3), stride=(2, 2), padding=(1, 1), dtype=dtype))
+    register(case((2, 3, 5, 6, 7), 4, (3, 3, 3), stride=(2, 2, 2), padding=(1, 1, 1), dtype=dtype))
+
+# Dynamic batch.
+register(case((3, 4, 9, 9), 6, (3, 3), stride=(2, 2), padding=(1, 1), dynamic_batch=True))
+register(case((2, 4, 9), 6, (3,), stride=(2,), padding=(1,), groups=2, dynamic_batch=True, dtype="bf16"))
+register(case((2, 4, 5, 5), 6, (3, 3), stride=(2, 2), padding=(1, 1), transposed=True,
+              output_padding=(1, 1), dynamic_batch=True, dtype="f16"))

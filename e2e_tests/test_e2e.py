@@ -1,0 +1,44 @@
+"""Every registered case: numerics on the CPU against eager float64, and a
+compile for gfx942 and CUDA so that no target breaks silently."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+
+from iree_bwdconv import functional
+
+from . import cases  # noqa: F401 - registers the cases
+from .harness import EXPECTED_FAILURES, run_and_compare, spec_of, with_batch
+from .registry import CASES
+
+# What iree-compile embeds in the .vmfb for each target's kernels.
+EXECUTABLE_FORMATS = {"gfx942": "rocm_hsaco", "cuda": "cuda_nvptx"}
+
+
+def _params():
+    for name in CASES:
+        marks = [pytest.mark.xfail(reason=EXPECTED_FAILURES[name], strict=True)] if name in EXPECTED_FAILURES else []
+        yield pytest.param(name, marks=marks, id=name)
+
+
+@pytest.mark.parametrize("name", list(_params()))
+def test_matches_eager_float64(name: str) -> None:
+    case = CASES[name]
+    run_and_compare(case)
+    if case.dynamic_batch:
+        compiled_before = len(functional._cache)
+        run_and_compare(case, with_batch(case.tensors(), case.input_shape[0] + 3))
+        assert len(functional._cache) == compiled_before, "a new batch size recompiled"
+
+
+@pytest.mark.parametrize("target", ["gfx942", "cuda"])
+@pytest.mark.parametrize("name", list(_params()))
+def test_compiles_for_target(name: str, target: str) -> None:
+    case = CASES[name]
+    vmfb = functional.compile(functional.lowered(spec_of(case), case.bias_sizes), target)
+    embedded = zipfile.ZipFile(io.BytesIO(vmfb)).namelist()
+    assert "module.fb" in embedded
+    assert any(EXECUTABLE_FORMATS[target] in name for name in embedded), embedded
