@@ -40,6 +40,9 @@ register(case((2, 3, 13, 13), 4, (3, 3), stride=(2, 2), dilation=(2, 2), padding
 register(case((2, 2, 17, 17), 3, (6, 6), stride=(3, 3), padding=(2, 2)))
 register(case((2, 3, 7, 9), 4, (3, 3), stride=(2, 2), padding=(4, 3)))
 register(case((1, 2, 1), 2, (1,), stride=(2,), padding=(1,), note="every read is padding: grad_input is 0"))
+register(case((2, 2, 1, 4), 3, (1, 2), stride=(5, 1), padding=(2, 0), note="every read below zero in H"))
+register(case((3, 6, 7, 6), 2, (4, 4), stride=(2, 3), padding=(2, 0), groups=2,
+              note="input longer than the reads and a unit output dim (IREE folds it)"))
 
 # Transposed convolutions (torch-mlir's lowering rejects these).
 register(case((2, 4, 5, 5), 6, (3, 3), stride=(2, 2), padding=(1, 1), transposed=True, output_padding=(1, 1)))

@@ -36,16 +36,26 @@ def transposed_output_size(
 def window_padding(
     source: int, windows: int, kernel: int, stride: int, padding: int, dilation: int
 ) -> tuple[int, int]:
-    """(low, high) zero padding of a tensor of length `source` that is read at
-    `o*stride + k*dilation - padding` for `o < windows`, `k < kernel`, so that
-    every read of the padded tensor, at `o*stride + k*dilation`, is in bounds.
+    """(low, high) padding of a tensor of length `source` that is read at
+    `o*stride + k*dilation - padding` for `o < windows`, `k < kernel`, such
+    that the padded tensor, read at `o*stride + k*dilation`, spans exactly
+    the reads: low = padding, and a negative high crops the tail that no
+    read reaches.
 
-    The high side pads only up to the last read: a source longer than the
-    reads need is left as is (the generic reads a prefix of it).
+    Exactness matters: once IREE folds a unit loop dim, `o*s + k*d` becomes
+    a plain `k`, and an operand longer than K would then define the loop's
+    range (seen as "inferred ... dimension to be 6, but found 4").
     """
     last_read = (windows - 1) * stride + (kernel - 1) * dilation
-    high = max(0, last_read + 1 - padding - source)
-    return padding, high
+    return padding, last_read + 1 - padding - source
+
+
+def reads_only_padding(
+    source: int, windows: int, kernel: int, stride: int, padding: int, dilation: int
+) -> bool:
+    """True when every read falls in the low padding: the gradient is zero."""
+    low, high = window_padding(source, windows, kernel, stride, padding, dilation)
+    return source + high <= 0
 
 
 @dataclass(frozen=True)
@@ -112,7 +122,7 @@ def window_padding_nd(
     padding: Sequence[int],
     dilation: Sequence[int],
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Per-dim `window_padding`, returned as (lows, highs)."""
+    """Per-dim `window_padding`, returned as (lows, highs); highs may be < 0."""
     pairs = list(map(window_padding, source, windows, kernel, stride, padding, dilation))
     return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
 

@@ -58,14 +58,15 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
         source, windows, padded_input = spec.output_spatial, spec.input_spatial, False
     else:
         source, windows, padded_input = spec.input_spatial, spec.output_spatial, True
-    low, high = geometry.window_padding_nd(
-        source, windows, spec.kernel, spec.stride, spec.padding, spec.dilation
-    )
+    window = (source, windows, spec.kernel, spec.stride, spec.padding, spec.dilation)
+    if any(map(geometry.reads_only_padding, *window)):
+        return lb.zeros(list(spec.weight_shape), lb.element_type(spec.dtype))
+    low, high = geometry.window_padding_nd(*window)
     zero = [0, 0]
     if padded_input:
-        input_ = lb.pad(input_, zero + list(low), zero + list(high))
+        input_ = lb.pad_or_crop(input_, zero + list(low), zero + list(high))
     else:
-        grad_output = lb.pad(grad_output, zero + list(low), zero + list(high))
+        grad_output = lb.pad_or_crop(grad_output, zero + list(low), zero + list(high))
     x = lb.expand_dim(input_, 1, (groups, c_in))
     dy = lb.expand_dim(grad_output, 1, (groups, f_out))
 
@@ -95,10 +96,11 @@ def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight:
     """
     r, groups = spec.spatial_rank, spec.groups
     c_in, f_out = spec.in_channels // groups, spec.out_channels // groups
-    low, high = geometry.window_padding_nd(
-        spec.output_spatial, spec.input_spatial, spec.kernel, spec.stride, spec.padding, spec.dilation
-    )
-    dy = lb.expand_dim(lb.pad(grad_output, [0, 0, *low], [0, 0, *high]), 1, (groups, f_out))
+    window = (spec.output_spatial, spec.input_spatial, spec.kernel, spec.stride, spec.padding, spec.dilation)
+    if any(map(geometry.reads_only_padding, *window)):
+        return zeros_like_input(spec, grad_output)
+    low, high = geometry.window_padding_nd(*window)
+    dy = lb.expand_dim(lb.pad_or_crop(grad_output, [0, 0, *low], [0, 0, *high]), 1, (groups, f_out))
     w = lb.expand_dim(weight, 0, (groups, c_in))
 
     num = 4 + 2 * r

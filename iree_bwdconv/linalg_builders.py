@@ -74,6 +74,15 @@ def pad(value: ir.Value, low: Sequence[int], high: Sequence[int]) -> ir.Value:
     return op.result
 
 
+def pad_or_crop(value: ir.Value, low: Sequence[int], high: Sequence[int]) -> ir.Value:
+    """Zero-pad by `low` and `high`, where a negative `high` crops that many
+    elements from the end instead (`low` is never negative)."""
+    sizes = sizes_of(value)
+    kept = [s if h >= 0 else s + h for s, h in zip(sizes, high)]
+    cropped = extract(value, [0] * len(sizes), kept)
+    return pad(cropped, low, [max(0, h) for h in high])
+
+
 def extract(value: ir.Value, offsets: Sequence[int], sizes: Sequence[Size]) -> ir.Value:
     """Unit-stride slice (never a strided one: IREE 3.13 cannot compile a
     dispatch reading a strided view, see docs/architecture.md)."""

@@ -1,0 +1,124 @@
+"""geometry against brute-force index enumeration, over every small 1-D
+configuration (the n-D helpers map the 1-D ones over dims)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from iree_bwdconv import geometry
+
+KERNELS, STRIDES, DILATIONS, PADDINGS, SIZES = range(1, 5), range(1, 5), range(1, 4), range(0, 4), range(1, 9)
+
+
+def configs():
+    for k, s, d, p, n in itertools.product(KERNELS, STRIDES, DILATIONS, PADDINGS, SIZES):
+        if geometry.conv_output_size(n, k, s, p, d) > 0:
+            yield k, s, d, p, n
+
+
+def brute_output_size(n, k, s, p, d) -> int:
+    """Windows whose every tap lies inside the padded input."""
+    return sum(1 for o in range(n + 2 * p) if o * s + (k - 1) * d <= n + 2 * p - 1)
+
+
+def brute_grad_input(dy, w, n, s, p, d):
+    """dx[i] by scattering every product of the forward definition."""
+    dx = [0] * n
+    for o, k in itertools.product(range(len(dy)), range(len(w))):
+        i = o * s + k * d - p
+        if 0 <= i < n:
+            dx[i] += dy[o] * w[k]
+    return dx
+
+
+def brute_grad_weight(x, dy, k_size, s, p, d):
+    dw = [0] * k_size
+    for o, k in itertools.product(range(len(dy)), range(k_size)):
+        i = o * s + k * d - p
+        if 0 <= i < len(x):
+            dw[k] += x[i] * dy[o]
+    return dw
+
+
+def ints(rng: random.Random, count: int) -> list[int]:
+    return [rng.randint(-5, 5) for _ in range(count)]
+
+
+@pytest.mark.parametrize("k, s, d, p, n", list(configs()))
+def test_conv_output_size_counts_windows(k, s, d, p, n):
+    assert geometry.conv_output_size(n, k, s, p, d) == brute_output_size(n, k, s, p, d)
+
+
+@pytest.mark.parametrize("k, s, d, p, n", list(configs()))
+def test_direct_grad_input_from_scatter_placement(k, s, d, p, n):
+    rng = random.Random(hash((k, s, d, p, n)))
+    o_size = geometry.conv_output_size(n, k, s, p, d)
+    dy, w = ints(rng, o_size), ints(rng, k)
+    place = geometry.scatter_placement(n, o_size, k, s, p, d)
+    # Exactly the grad_output elements that reach some input position are kept.
+    reaching = [o for o in range(o_size) if any(0 <= o * s + t * d - p < n for t in range(k))]
+    landing = [o for o in range(o_size) if 0 <= o * s - p + d * (k - 1) < place.length]
+    assert list(range(place.first, place.last)) == landing
+    assert set(reaching) <= set(landing)
+    buf = [0] * place.length
+    for j, o in enumerate(range(place.first, place.last)):
+        buf[place.offset + j * s] = dy[o]
+    direct = [sum(buf[i + t * d] * w[k - 1 - t] for t in range(k)) for i in range(n)]
+    assert direct == brute_grad_input(dy, w, n, s, p, d)
+
+
+@pytest.mark.parametrize("k, s, d, p, n", list(configs()))
+def test_grad_weight_window_is_exact(k, s, d, p, n):
+    rng = random.Random(hash((n, k, s, d, p)))
+    o_size = geometry.conv_output_size(n, k, s, p, d)
+    x, dy = ints(rng, n), ints(rng, o_size)
+    low, high = geometry.window_padding(n, o_size, k, s, p, d)
+    padded = [0] * low + x[: n + min(high, 0)] + [0] * max(high, 0)
+    last_read = (o_size - 1) * s + (k - 1) * d
+    assert len(padded) == last_read + 1, "the padded source must span exactly the reads"
+    windowed = [sum(padded[o * s + t * d] * dy[o] for o in range(o_size)) for t in range(k)]
+    assert windowed == brute_grad_weight(x, dy, k, s, p, d)
+
+
+@pytest.mark.parametrize("k, s, d, p, n", list(configs()))
+def test_transposed_output_size_is_the_adjoint(k, s, d, p, n):
+    """With output_padding < stride, the forward conv maps Y back to I."""
+    for op_ in range(s):
+        y = geometry.transposed_output_size(n, k, s, p, d, op_)
+        if y > 0:
+            assert geometry.conv_output_size(y, k, s, p, d) == n
+
+
+def test_transposed_grad_input_is_a_strided_conv():
+    """dx of a transposed conv reads dy at i*s + k*d - p (brute force)."""
+    rng = random.Random(7)
+    for k, s, d, p, n in configs():
+        for op_ in range(max(s, d)):
+            y = geometry.transposed_output_size(n, k, s, p, d, op_)
+            if y <= 0:
+                continue
+            dy, w = ints(rng, y), ints(rng, k)
+            low, high = geometry.window_padding(y, n, k, s, p, d)
+            padded = [0] * low + dy[: y + min(high, 0)] + [0] * max(high, 0)
+            got = [sum(padded[i * s + t * d] * w[t] for t in range(k)) for i in range(n)]
+            # Forward of the transposed conv: y[i*s + k*d - p] += x[i] * w[k].
+            expected = [sum(dy[i * s + t * d - p] * w[t] for t in range(k) if 0 <= i * s + t * d - p < y)
+                        for i in range(n)]
+            assert got == expected
+
+
+def test_reads_only_padding_means_every_read_is_below_zero():
+    for k, s, d, p, n in configs():
+        o_size = geometry.conv_output_size(n, k, s, p, d)
+        below = all(o * s + t * d - p < 0 for o in range(o_size) for t in range(k))
+        assert geometry.reads_only_padding(n, o_size, k, s, p, d) == below
+
+
+def test_nd_helpers_map_over_dims():
+    assert geometry.conv_output_size_nd((8, 9), (3, 1), (2, 3), (1, 0), (1, 1)) == (4, 3)
+    assert geometry.transposed_output_size_nd((4,), (3,), (2,), (1,), (1,), (1,)) == (8,)
+    lows, highs = geometry.window_padding_nd((8, 9), (4, 3), (3, 1), (2, 3), (1, 0), (1, 1))
+    assert lows == (1, 0) and highs == (0, -2)
