@@ -1,8 +1,8 @@
 """The rewrite patterns of iree-bwdconv, one per module, and their registry.
 
 A pattern's `rewrite(op, rewriter)` returns None when it rewrote the op and
-a sentence saying why it did not match otherwise (the Python rewrite API
-reads a truthy return as "no match"). `apply_patterns` keeps those
+a sentence saying why it did not match otherwise; the callback handed to
+the rewrite API turns that into True, its "no match". `apply_patterns` keeps those
 sentences, so a lowering that refuses an op can say why.
 """
 
@@ -45,17 +45,18 @@ class Mismatches:
 
 
 def _recording(pattern: Pattern, mismatches: Mismatches) -> RewriteFn:
-    def callback(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
+    def callback(op: ir.Operation, rewriter: PatternRewriter) -> bool:
         reason = pattern.rewrite(op, rewriter)
         if reason:
             mismatches.record(pattern, op, reason)
-        return reason
+        return bool(reason)  # the binding casts the result to bool, not to a str
 
     return callback
 
 
-def apply_patterns(module: ir.Module, patterns: tuple[Pattern, ...] = REGISTRY) -> Mismatches:
-    """Run the patterns greedily over `module` (inside its context)."""
+def apply_patterns(module: ir.Module, patterns: Optional[tuple[Pattern, ...]] = None) -> Mismatches:
+    """Run the patterns (default: the registry) greedily over `module`."""
+    patterns = REGISTRY if patterns is None else patterns
     mismatches = Mismatches()
     with module.context:
         pattern_set = RewritePatternSet()

@@ -1,0 +1,222 @@
+// RUN: iree-bwdconv opt --split-input-file %s | FileCheck %s
+
+// All three gradients. grad_input: dy scattered with stride 2 into zeros padded
+// by d*(K-1)-p = 1, the kernel reversed by a gather, a stride-1 contraction.
+// CHECK-LABEL: func.func @grad_2d_s2_p1_d1_g1_f32
+// CHECK:         %[[DY:.*]] = torch_c.to_builtin_tensor %arg0
+// CHECK:         %[[ZERO:.*]] = linalg.fill {{.*}} -> tensor<2x4x10x10xf32>
+// CHECK:         %[[SCATTERED:.*]] = tensor.insert_slice %[[DY]] into %[[ZERO]][0, 0, 1, 1] [2, 4, 4, 4] [1, 1, 2, 2]
+// CHECK:         tensor.expand_shape %[[SCATTERED]] {{\[}}[0], [1, 2], [3], [4]] output_shape [2, 1, 4, 10, 10]
+// CHECK:         arith.subi
+// CHECK:         tensor.extract
+// CHECK:         linalg.generic
+// CHECK-SAME:      iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]
+// CHECK-SAME:      outs(%{{.*}} : tensor<2x1x3x8x8xf32>)
+// grad_weight reads the input padded by p at o*s + k*d: no zeros inserted.
+// CHECK:         tensor.pad {{.*}} low[0, 0, 1, 1] high[0, 0, 0, 0]
+// CHECK:         linalg.generic
+// CHECK-SAME:      outs(%{{.*}} : tensor<1x4x3x3x3xf32>)
+// CHECK:         tensor.collapse_shape {{.*}} {{\[}}[0, 1], [2], [3], [4]] : tensor<1x4x3x3x3xf32> into tensor<4x3x3x3xf32>
+// grad_bias: a reduction over n, h, w.
+// CHECK:         linalg.generic
+// CHECK-SAME:      iterator_types = ["parallel", "reduction", "reduction", "reduction"]
+// CHECK-SAME:      outs(%{{.*}} : tensor<4xf32>)
+// CHECK-NOT:     torch.aten.convolution_backward
+
+func.func @grad_2d_s2_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,4,4],f32>, %arg1: !torch.vtensor<[2,3,8,8],f32>, %arg2: !torch.vtensor<[4,3,3,3],f32>) -> (!torch.vtensor<[2,3,8,8],f32>, !torch.vtensor<[4,3,3,3],f32>, !torch.vtensor<[4],f32>) {
+  %true = torch.constant.bool true
+  %int0 = torch.constant.int 0
+  %false = torch.constant.bool false
+  %int1 = torch.constant.int 1
+  %int2 = torch.constant.int 2
+  %int4 = torch.constant.int 4
+  %0 = torch.prim.ListConstruct %int4 : (!torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %5 = torch.prim.ListConstruct %true, %true, %true : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %0, %1, %2, %3, %false, %4, %int1, %5 : !torch.vtensor<[2,4,4,4],f32>, !torch.vtensor<[2,3,8,8],f32>, !torch.vtensor<[4,3,3,3],f32>, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,3,8,8],f32>, !torch.vtensor<[4,3,3,3],f32>, !torch.vtensor<[4],f32>
+  return %result0, %result1, %result2 : !torch.vtensor<[2,3,8,8],f32>, !torch.vtensor<[4,3,3,3],f32>, !torch.vtensor<[4],f32>
+}
+
+// -----
+
+// A 1x1 kernel: no flip (no gather of the weight), the weight is only regrouped.
+// CHECK-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f32
+// CHECK-NOT:     tensor.extract
+// CHECK-NOT:     linalg.index
+// CHECK:         tensor.expand_shape %{{.*}} {{\[}}[0, 1], [2], [3], [4]] output_shape [1, 8, 4, 1, 1]
+// CHECK-NOT:     tensor.extract
+// CHECK:         linalg.generic
+// CHECK-SAME:      outs(%{{.*}} : tensor<2x1x4x8x8xf32>)
+
+func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f32(%arg0: !torch.vtensor<[2,8,4,4],f32>, %arg1: !torch.vtensor<[2,4,8,8],f32>, %arg2: !torch.vtensor<[8,4,1,1],f32>) -> !torch.vtensor<[2,4,8,8],f32> {
+  %true = torch.constant.bool true
+  %false = torch.constant.bool false
+  %int1 = torch.constant.int 1
+  %int0 = torch.constant.int 0
+  %none = torch.constant.none
+  %int2 = torch.constant.int 2
+  %0 = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %true, %false, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,8,4,4],f32>, !torch.vtensor<[2,4,8,8],f32>, !torch.vtensor<[8,4,1,1],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,4,8,8],f32>, !torch.none, !torch.none
+  return %result0 : !torch.vtensor<[2,4,8,8],f32>
+}
+
+// -----
+
+// Stride 1 pads instead of scattering; the flip reverses only the size-3 dim.
+// CHECK-LABEL: func.func @grad_input_2d_k3x1_s1_p1x0_d1_g1_f32
+// CHECK-NOT:     tensor.insert_slice
+// CHECK:         tensor.pad {{.*}} low[0, 0, 1, 0] high[0, 0, 1, 0]
+// CHECK:         %[[K:.*]] = linalg.index 2 : index
+// CHECK:         %[[REV:.*]] = arith.subi %{{.*}}, %[[K]] : index
+// CHECK-NEXT:    tensor.extract %{{.*}}[%{{.*}}, %{{.*}}, %[[REV]], %c0]
+
+func.func @grad_input_2d_k3x1_s1_p1x0_d1_g1_f32(%arg0: !torch.vtensor<[2,4,8,8],f32>, %arg1: !torch.vtensor<[2,3,8,8],f32>, %arg2: !torch.vtensor<[4,3,3,1],f32>) -> !torch.vtensor<[2,3,8,8],f32> {
+  %true = torch.constant.bool true
+  %false = torch.constant.bool false
+  %int0 = torch.constant.int 0
+  %none = torch.constant.none
+  %int1 = torch.constant.int 1
+  %0 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int1, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %true, %false, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,4,8,8],f32>, !torch.vtensor<[2,3,8,8],f32>, !torch.vtensor<[4,3,3,1],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,3,8,8],f32>, !torch.none, !torch.none
+  return %result0 : !torch.vtensor<[2,3,8,8],f32>
+}
+
+// -----
+
+// Groups split channels into an explicit group dim; f16 products accumulate in f32.
+// CHECK-LABEL: func.func @grad_input_2d_s2_p1_d1_g4_f16
+// CHECK:         tensor.insert_slice {{.*}} [1, 1, 2, 2] : tensor<2x8x4x4xf16> into tensor<2x8x10x10xf16>
+// CHECK:         output_shape [2, 4, 2, 10, 10]
+// CHECK:         output_shape [4, 2, 2, 3, 3]
+// CHECK:         linalg.generic
+// CHECK:           arith.extf {{.*}} : f16 to f32
+// CHECK:           arith.extf {{.*}} : f16 to f32
+// CHECK:           arith.mulf {{.*}} : f32
+// CHECK:         -> tensor<2x4x2x8x8xf32>
+// CHECK:         arith.truncf {{.*}} : f32 to f16
+// CHECK:         torch_c.from_builtin_tensor {{.*}} : tensor<2x8x8x8xf16>
+
+func.func @grad_input_2d_s2_p1_d1_g4_f16(%arg0: !torch.vtensor<[2,8,4,4],f16>, %arg1: !torch.vtensor<[2,8,8,8],f16>, %arg2: !torch.vtensor<[8,2,3,3],f16>) -> !torch.vtensor<[2,8,8,8],f16> {
+  %true = torch.constant.bool true
+  %int4 = torch.constant.int 4
+  %int0 = torch.constant.int 0
+  %false = torch.constant.bool false
+  %int1 = torch.constant.int 1
+  %none = torch.constant.none
+  %int2 = torch.constant.int 2
+  %0 = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %true, %false, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int4, %4 : !torch.vtensor<[2,8,4,4],f16>, !torch.vtensor<[2,8,8,8],f16>, !torch.vtensor<[8,2,3,3],f16>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,8,8,8],f16>, !torch.none, !torch.none
+  return %result0 : !torch.vtensor<[2,8,8,8],f16>
+}
+
+// -----
+
+// transposed=True: grad_input is a strided forward convolution; nothing scattered.
+// CHECK-LABEL: func.func @grad_input_transposed_2d_s2_p1_op1_g1_f32
+// CHECK-NOT:     tensor.insert_slice
+// CHECK:         tensor.pad {{.*}} low[0, 0, 1, 1] high[0, 0, 0, 0]
+// CHECK:         linalg.generic
+// CHECK-SAME:      outs(%{{.*}} : tensor<2x1x3x4x4xf32>)
+
+func.func @grad_input_transposed_2d_s2_p1_op1_g1_f32(%arg0: !torch.vtensor<[2,4,8,8],f32>, %arg1: !torch.vtensor<[2,3,4,4],f32>, %arg2: !torch.vtensor<[3,4,3,3],f32>) -> !torch.vtensor<[2,3,4,4],f32> {
+  %false = torch.constant.bool false
+  %true = torch.constant.bool true
+  %int1 = torch.constant.int 1
+  %none = torch.constant.none
+  %int2 = torch.constant.int 2
+  %0 = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %true, %false, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %true, %3, %int1, %4 : !torch.vtensor<[2,4,8,8],f32>, !torch.vtensor<[2,3,4,4],f32>, !torch.vtensor<[3,4,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,3,4,4],f32>, !torch.none, !torch.none
+  return %result0 : !torch.vtensor<[2,3,4,4],f32>
+}
+
+// -----
+
+// Only grad_bias asked for: one reduction, no contraction.
+// CHECK-LABEL: func.func @grad_bias_1d_s1_p0_d1_g1_bf16
+// CHECK-NOT:     arith.mulf
+// CHECK:         linalg.generic
+// CHECK-SAME:      iterator_types = ["parallel", "reduction", "reduction"]
+// CHECK:           arith.extf {{.*}} : bf16 to f32
+// CHECK:         arith.truncf {{.*}} : f32 to bf16
+// CHECK-NOT:     arith.mulf
+// CHECK:         return
+
+func.func @grad_bias_1d_s1_p0_d1_g1_bf16(%arg0: !torch.vtensor<[2,4,6],bf16>, %arg1: !torch.vtensor<[2,3,8],bf16>, %arg2: !torch.vtensor<[4,3,3],bf16>) -> !torch.vtensor<[4],bf16> {
+  %true = torch.constant.bool true
+  %false = torch.constant.bool false
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %int4 = torch.constant.int 4
+  %0 = torch.prim.ListConstruct %int4 : (!torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int1 : (!torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int0 : (!torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int1 : (!torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %int0 : (!torch.int) -> !torch.list<int>
+  %5 = torch.prim.ListConstruct %false, %false, %true : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %0, %1, %2, %3, %false, %4, %int1, %5 : !torch.vtensor<[2,4,6],bf16>, !torch.vtensor<[2,3,8],bf16>, !torch.vtensor<[4,3,3],bf16>, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.none, !torch.none, !torch.vtensor<[4],bf16>
+  return %result2 : !torch.vtensor<[4],bf16>
+}
+
+// -----
+
+// A dynamic batch dim flows through tensor.dim into the group expansion.
+// CHECK-LABEL: func.func @grad_weight_3d_s2_p1_d1_g1_dynbatch_f32
+// CHECK:         %[[DIM:.*]] = tensor.dim %{{.*}}, %c0 : tensor<?x3x5x5x5xf32>
+// CHECK:         output_shape [%[[DIM]], 1, 3, 5, 5, 5]
+// CHECK:         linalg.generic
+// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<?x1x3x5x5x5xf32>, tensor<?x1x4x2x2x2xf32>)
+// CHECK-SAME:      outs(%{{.*}} : tensor<1x4x3x3x3x3xf32>)
+
+func.func @grad_weight_3d_s2_p1_d1_g1_dynbatch_f32(%arg0: !torch.vtensor<[?,4,2,2,2],f32>, %arg1: !torch.vtensor<[?,3,4,4,4],f32>, %arg2: !torch.vtensor<[4,3,3,3,3],f32>) -> !torch.vtensor<[4,3,3,3,3],f32> {
+  %true = torch.constant.bool true
+  %int0 = torch.constant.int 0
+  %false = torch.constant.bool false
+  %int1 = torch.constant.int 1
+  %none = torch.constant.none
+  %int2 = torch.constant.int 2
+  %0 = torch.prim.ListConstruct %int2, %int2, %int2 : (!torch.int, !torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int1, %int1, %int1 : (!torch.int, !torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1, %int1 : (!torch.int, !torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0, %int0, %int0 : (!torch.int, !torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %false, %true, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[?,4,2,2,2],f32>, !torch.vtensor<[?,3,4,4,4],f32>, !torch.vtensor<[4,3,3,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.none, !torch.vtensor<[4,3,3,3,3],f32>, !torch.none
+  return %result1 : !torch.vtensor<[4,3,3,3,3],f32>
+}
+
+// -----
+
+// Not constant: groups is a function argument. The pattern declines and the
+// op stays, so the lowering refuses it instead of handing it to another lowering.
+// CHECK-LABEL: func.func @declined_groups_not_constant
+// CHECK:         torch.aten.convolution_backward
+func.func @declined_groups_not_constant(%arg0: !torch.vtensor<[2,4,6],f32>, %arg1: !torch.vtensor<[2,4,8],f32>, %arg2: !torch.vtensor<[4,2,3],f32>, %groups: !torch.int) -> !torch.vtensor<[2,4,8],f32> {
+  %true = torch.constant.bool true
+  %false = torch.constant.bool false
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %none = torch.constant.none
+  %0 = torch.prim.ListConstruct %int1 : (!torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int0 : (!torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %true, %false, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %0, %false, %1, %groups, %2 : !torch.vtensor<[2,4,6],f32>, !torch.vtensor<[2,4,8],f32>, !torch.vtensor<[4,2,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,4,8],f32>, !torch.none, !torch.none
+  return %result0 : !torch.vtensor<[2,4,8],f32>
+}

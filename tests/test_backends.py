@@ -1,0 +1,76 @@
+"""linalg goes through our pattern; TOSA and StableHLO keep torch-mlir's
+decomposition of convolution_backward (the op is not backend-legal there)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import iree_bwdconv
+import iree_bwdconv.patterns as patterns
+from iree_bwdconv import lowering
+from iree_bwdconv.errors import LoweringError
+
+
+class ConvBackward2D(torch.nn.Module):
+    def __init__(self, transposed: bool = False) -> None:
+        super().__init__()
+        self.transposed = transposed
+
+    def forward(self, grad_output, input, weight):
+        output_padding = [1, 1] if self.transposed else [0, 0]
+        return torch.ops.aten.convolution_backward(
+            grad_output, input, weight, [4], [2, 2], [1, 1], [1, 1], self.transposed,
+            output_padding, 1, [True, True, True])
+
+
+def plain_2d():
+    return torch.randn(2, 4, 4, 4), torch.randn(2, 3, 8, 8), torch.randn(4, 3, 3, 3)
+
+
+@pytest.mark.parametrize("backend, marker", [("tosa", "tosa.transpose_conv2d"), ("stablehlo", "stablehlo.convolution")])
+def test_other_backends_use_torch_mlirs_decomposition(backend, marker):
+    text = iree_bwdconv.lower(ConvBackward2D(), *plain_2d(), backend=backend)
+    assert marker in text
+    assert "torch." not in text and "linalg.generic" not in text
+
+
+def test_linalg_backend_uses_our_pattern(monkeypatch):
+    calls = []
+    original = patterns.convolution_backward.rewrite
+
+    def spy(op, rewriter):
+        calls.append(op.name)
+        return original(op, rewriter)
+
+    monkeypatch.setattr(patterns, "REGISTRY", (patterns.Pattern("spy", patterns.convolution_backward.ROOT, spy),))
+    text = iree_bwdconv.lower(ConvBackward2D(), *plain_2d())
+    assert calls == ["torch.aten.convolution_backward"]
+    # Our form: channels split into an explicit group dim (here 1) in f32 accumulators.
+    assert "tensor<2x1x3x8x8xf32>" in text and "linalg.generic" in text
+
+
+def test_linalg_refuses_rather_than_falling_back(monkeypatch):
+    """Without our patterns the op must not reach torch-mlir's own lowering."""
+    monkeypatch.setattr(patterns, "REGISTRY", ())
+    with pytest.raises(LoweringError, match="convolution_backward"):
+        iree_bwdconv.lower(ConvBackward2D(), *plain_2d())
+
+
+def test_declined_op_reports_why():
+    raw = lowering.import_module(ConvBackward2D(), *plain_2d())
+    lowering.to_torch_backend(raw, "linalg")
+    module = lowering.parse_torch_mlir(str(raw).replace("f32", "f64"))
+    with pytest.raises(LoweringError, match=r"grad_output\.dtype='f64': supported dtypes are f32, f16, bf16"):
+        lowering.rewrite_convolution_backward(module)
+
+
+def test_transposed_lowers_on_linalg():
+    dy, x, w = torch.randn(2, 4, 8, 8), torch.randn(2, 3, 4, 4), torch.randn(3, 4, 3, 3)
+    text = iree_bwdconv.lower(ConvBackward2D(transposed=True), dy, x, w)
+    assert "linalg.generic" in text and "torch." not in text
+
+
+def test_unknown_backend_is_named():
+    with pytest.raises(ValueError, match="backend='onnx'"):
+        iree_bwdconv.lower(ConvBackward2D(), *plain_2d(), backend="onnx")

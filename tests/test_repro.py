@@ -1,0 +1,52 @@
+"""A failing pipeline or iree-compile leaves its IR in a file and names the
+one command that reproduces the failure; running that command fails too."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from iree_bwdconv import lowering, pipeline
+from iree_bwdconv.errors import PipelineError
+
+# Parses, but fails verification: integer addition on floats.
+UNCOMPILABLE = """
+func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = arith.addi %arg0, %arg0 : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"""
+
+
+@pytest.fixture(autouse=True)
+def repro_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("IREE_BWDCONV_REPRO_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_iree_compile_failure_is_reproducible(repro_dir):
+    with pytest.raises(PipelineError) as err:
+        pipeline.iree_compile(UNCOMPILABLE, "cpu")
+    saved = Path(err.value.repro_path)
+    assert saved.parent == repro_dir and saved.read_text() == UNCOMPILABLE
+    assert err.value.command in str(err.value)
+    rerun = subprocess.run(shlex.split(err.value.command), capture_output=True, text=True)
+    assert rerun.returncode != 0 and "arith.addi" in rerun.stderr
+
+
+def test_pass_pipeline_failure_is_reproducible(repro_dir):
+    # An op no torch-mlir lowering knows: the linalg backend contract fails.
+    module = lowering.parse_torch_mlir(
+        "func.func @main(%arg0: !torch.vtensor<[4],f32>) -> !torch.vtensor<[4],f32> {\n"
+        '  %0 = torch.operator "aten.not_an_op"(%arg0) : (!torch.vtensor<[4],f32>) -> !torch.vtensor<[4],f32>\n'
+        "  return %0 : !torch.vtensor<[4],f32>\n}\n"
+    )
+    with pytest.raises(PipelineError) as err:
+        pipeline.run_pipeline(module, f"builtin.module({pipeline.LINALG_BACKEND})", "linalg backend pipeline")
+    assert Path(err.value.repro_path).exists()
+    assert "torch-mlir-opt" in err.value.command and "--pass-pipeline=" in err.value.command
+    rerun = subprocess.run(shlex.split(err.value.command), capture_output=True, text=True)
+    assert rerun.returncode != 0
