@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from . import lowering, pipeline
-from .errors import BwdConvError
+from .errors import BwdConvError, InvalidArgumentError
 
 SPLIT_MARKER = "// -----"
 
@@ -41,10 +41,15 @@ def _chunks(text: str, split: bool) -> list[str]:
 
 def cmd_opt(args: argparse.Namespace) -> int:
     """Our patterns alone, on torch backend-contract IR (what lit tests drive)."""
+    registry = {p.name: p for p in lowering.patterns.REGISTRY}
+    unknown = [name for name in args.pattern or () if name not in registry]
+    if unknown:
+        raise InvalidArgumentError("--pattern", unknown[0], f"known patterns: {', '.join(registry)}")
+    selected = tuple(registry[name] for name in args.pattern) if args.pattern else None
     outputs = []
     for chunk in _chunks(_read(args.input), args.split_input_file):
         module = lowering.parse_torch_mlir(chunk)
-        mismatches = lowering.patterns.apply_patterns(module)
+        mismatches = lowering.patterns.apply_patterns(module, selected)
         for reason in mismatches.reasons:
             print(f"note: {reason}", file=sys.stderr)
         outputs.append(str(module))
@@ -80,6 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     opt = sub.add_parser("opt", help="run only our rewrite patterns on torch backend IR")
     opt.add_argument("input", help="a .mlir file, or - for stdin")
     opt.add_argument("-o", "--output")
+    opt.add_argument("--pattern", action="append", metavar="NAME",
+                     help="run only this registered pattern (repeatable; default: all)")
     opt.add_argument("--split-input-file", action="store_true",
                      help=f"treat '{SPLIT_MARKER}' lines as separators between modules")
     opt.set_defaults(run=cmd_opt)

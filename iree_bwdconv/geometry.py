@@ -13,6 +13,7 @@ and a transposed convolution is its adjoint with respect to x.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -33,6 +34,13 @@ def transposed_output_size(
     return (size - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1
 
 
+def span_padding(source: int, start: int, length: int) -> tuple[int, int]:
+    """(low, high) that turn a tensor of length `source` into exactly its
+    elements `start .. start+length-1`, zeros where those fall outside it.
+    A negative amount crops instead of padding."""
+    return -start, start + length - source
+
+
 def window_padding(
     source: int, windows: int, kernel: int, stride: int, padding: int, dilation: int
 ) -> tuple[int, int]:
@@ -47,7 +55,7 @@ def window_padding(
     range (seen as "inferred ... dimension to be 6, but found 4").
     """
     last_read = (windows - 1) * stride + (kernel - 1) * dilation
-    return padding, last_read + 1 - padding - source
+    return span_padding(source, -padding, last_read + 1)
 
 
 def reads_only_padding(
@@ -136,3 +144,70 @@ def scatter_placement_nd(
     dilation: Sequence[int],
 ) -> tuple[ScatterPlacement, ...]:
     return tuple(map(scatter_placement, input_size, output_size, kernel, stride, padding, dilation))
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One residue class of grad_input positions along one dim.
+
+    Positions `i = (first_q + m)*stride + residue - padding`, `m < count`, get
+    `dx[i] = sum_{j < taps} dy[dy_start + m + j*tap_dilation] * w[first_tap + (taps-1-j)*tap_step]`:
+    a stride-1 convolution of the un-scattered dy (reads outside it are zero)
+    with the phase's taps in reverse order. `taps == 0` is an empty phase:
+    those positions get zeros and no contraction.
+    """
+
+    residue: int
+    taps: int
+    first_tap: int
+    tap_step: int
+    tap_dilation: int
+    first_q: int
+    count: int
+    dy_start: int
+
+    @property
+    def is_empty(self) -> bool:
+        return self.taps == 0 or self.count == 0
+
+    @property
+    def tap_indices(self) -> tuple[int, ...]:
+        """Kernel taps in the order the contraction reads them (reversed)."""
+        return tuple(self.first_tap + (self.taps - 1 - j) * self.tap_step for j in range(self.taps))
+
+    @property
+    def dy_length(self) -> int:
+        """Elements of dy (from dy_start, zero outside dy) the phase reads."""
+        return self.count + (self.taps - 1) * self.tap_dilation if self.taps else 0
+
+
+def grad_input_phases(
+    input_size: int, kernel: int, stride: int, padding: int, dilation: int
+) -> tuple[Phase, ...]:
+    """The `stride` phases of grad_input along one dim, by residue r of
+    `i + p` modulo s. Tap k serves residue r iff `k*d = r (mod s)`; with
+    g = gcd(d, s) those are `k = k0 + j*(s/g)`, and residues that are not
+    multiples of g have none (docs/architecture.md derives the rest)."""
+    g = math.gcd(dilation, stride)
+    step, tap_dilation = stride // g, dilation // g
+    phases = []
+    for r in range(stride):
+        first_q = _ceil_div(padding - r, stride)
+        last_q = (input_size - 1 + padding - r) // stride
+        count = max(0, last_q - first_q + 1)
+        k0 = next((k for k in range(step) if (k * dilation - r) % stride == 0), None)
+        if k0 is None or k0 >= kernel:
+            phases.append(Phase(r, 0, 0, step, tap_dilation, first_q, count, 0))
+            continue
+        taps = _ceil_div(kernel - k0, step)
+        t0 = (k0 * dilation - r) // stride
+        # m = 0 with the last tap (j = taps-1 in forward order) reads the lowest dy index.
+        dy_start = first_q - t0 - (taps - 1) * tap_dilation
+        phases.append(Phase(r, taps, k0, step, tap_dilation, first_q, count, dy_start))
+    return tuple(phases)
+
+
+def phase_grid_length(input_size: int, stride: int, padding: int) -> int:
+    """Rows q of the [q, residue] grid that holds positions `i + p`; the
+    grid is flattened to `q*s + r` and cropped to `[p, p + I)`."""
+    return _ceil_div(input_size + padding, stride)

@@ -11,10 +11,14 @@ o/i (output/input spatial), k (kernel taps).
 
 from __future__ import annotations
 
+from typing import Callable, Optional
+
 from torch_mlir import ir
 
 from . import geometry
 from . import linalg_builders as lb
+from . import torch_ir
+from .errors import InvalidArgumentError
 from .linalg_builders import PARALLEL, REDUCTION
 from .spec import ConvBackwardSpec
 
@@ -122,3 +126,38 @@ def zeros_like_input(spec: ConvBackwardSpec, grad_output: ir.Value) -> ir.Value:
     only padding: nothing to contract."""
     sizes = [_batch(grad_output), spec.in_channels, *spec.input_spatial]
     return lb.zeros(sizes, lb.element_type(spec.dtype))
+
+
+GradInputBuilder = Callable[[ConvBackwardSpec, ir.Value, ir.Value], ir.Value]
+
+
+def replace_convolution_backward(
+    op: ir.Operation, rewriter, spec: ConvBackwardSpec, grad_input: GradInputBuilder
+) -> None:
+    """Replace the op by the gradients its output_mask asks for, building
+    grad_input with the pattern's own form and the others as above."""
+    with rewriter.ip, op.location:
+        grad_output, input_, weight = (torch_ir.to_builtin(v) for v in list(op.operands)[:3])
+        builders = (
+            lambda: (grad_input_transposed if spec.transposed else grad_input)(spec, grad_output, weight),
+            lambda: grad_weight(spec, grad_output, input_),
+            lambda: grad_bias(spec, grad_output),
+        )
+        results = []
+        for index, build in enumerate(builders):
+            type_ = torch_ir.result_type(op, index)
+            results.append(torch_ir.none_value() if type_ is None else torch_ir.from_builtin(build(), type_))
+        rewriter.replace_op(op, results)
+
+
+def check_convolution_backward(op: ir.Operation) -> tuple[Optional[ConvBackwardSpec], Optional[str]]:
+    """Preconditions every pattern shares, before any IR is built:
+    (spec, None), or (None, why not)."""
+    try:
+        spec = torch_ir.read_convolution_backward(op)
+    except (torch_ir.PatternMismatch, InvalidArgumentError) as err:
+        return None, str(err)
+    for index, wanted in enumerate(spec.output_mask):
+        if wanted != (torch_ir.result_type(op, index) is not None):
+            return None, f"result {index} is {op.results[index].type} but output_mask[{index}]={wanted}"
+    return spec, None

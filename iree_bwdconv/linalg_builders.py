@@ -75,12 +75,13 @@ def pad(value: ir.Value, low: Sequence[int], high: Sequence[int]) -> ir.Value:
 
 
 def pad_or_crop(value: ir.Value, low: Sequence[int], high: Sequence[int]) -> ir.Value:
-    """Zero-pad by `low` and `high`, where a negative `high` crops that many
-    elements from the end instead (`low` is never negative)."""
+    """Zero-pad by `low` and `high`; a negative amount crops that many
+    elements from that end instead (unit-stride slices only)."""
     sizes = sizes_of(value)
-    kept = [s if h >= 0 else s + h for s, h in zip(sizes, high)]
-    cropped = extract(value, [0] * len(sizes), kept)
-    return pad(cropped, low, [max(0, h) for h in high])
+    starts = [max(0, -lo) for lo in low]
+    kept = [s if lo >= 0 and h >= 0 else s - max(0, -lo) - max(0, -h) for s, lo, h in zip(sizes, low, high)]
+    cropped = extract(value, starts, kept)
+    return pad(cropped, [max(0, lo) for lo in low], [max(0, h) for h in high])
 
 
 def extract(value: ir.Value, offsets: Sequence[int], sizes: Sequence[Size]) -> ir.Value:
@@ -192,20 +193,26 @@ def affine_map(num_dims: int, exprs: Sequence[ir.AffineExpr]) -> ir.AffineMap:
     return ir.AffineMap.get(num_dims, 0, list(exprs))
 
 
-def flip(value: ir.Value, axes: Sequence[int]) -> ir.Value:
-    """Reverse `value` along `axes` (static sizes), as torch-mlir's flip does:
-    a generic that gathers with `tensor.extract` at `size - 1 - index`.
+def select_taps(value: ir.Value, taps: dict[int, tuple[int, int, int]]) -> ir.Value:
+    """Gather along kernel axes: for `axis: (first, step, count)`, result
+    element j of that axis is `value[first - step*j]`. A flip is
+    `(K-1, 1, K)`; a stride-phase's reversed sub-kernel is
+    `(last_tap, s/g, taps)`. Axes that would be left as they are are skipped,
+    and with none left no op is emitted.
 
-    A reversal cannot go into a consumer's indexing map instead: IREE's tiling
-    sizes slices wrongly for maps with a negative coefficient. Axes of size 1
-    are no-ops and are skipped; with none left, no op is emitted.
+    The reversal cannot go into a consumer's indexing map instead: IREE's
+    tiling sizes slices wrongly for maps with a negative coefficient.
     """
     src = ir.RankedTensorType(value.type)
-    axes = [a for a in axes if src.shape[a] != 1]
-    if not axes:
+    identity_axes = {a for a, (first, step, count) in taps.items()
+                     if count == src.shape[a] and (count == 1 or (first, step) == (0, -1))}
+    taps = {a: t for a, t in taps.items() if a not in identity_axes}
+    if not taps:
         return value
     index_type = ir.IndexType.get()
-    out = tensor.EmptyOp(sizes_of(value), src.element_type).result
+    sizes = sizes_of(value)
+    out_sizes = [taps[a][2] if a in taps else size for a, size in enumerate(sizes)]
+    out = tensor.EmptyOp(out_sizes, src.element_type).result
     identity = ir.AffineMap.get_identity(src.rank)
 
     @linalg.generic([], [out], [identity], [PARALLEL] * src.rank)
@@ -213,10 +220,18 @@ def flip(value: ir.Value, axes: Sequence[int]) -> ir.Value:
         indices = []
         for axis in range(src.rank):
             index = linalg.IndexOp(axis).result
-            if axis in axes:
-                last = arith.constant(index_type, src.shape[axis] - 1)
-                index = arith.subi(last, index)
+            if axis in taps:
+                first, step, _ = taps[axis]
+                scaled = arith.muli(index, arith.constant(index_type, step)) if step != 1 else index
+                index = arith.subi(arith.constant(index_type, first), scaled)
             indices.append(index)
         return tensor.extract(value, indices)
 
     return result
+
+
+def flip(value: ir.Value, axes: Sequence[int]) -> ir.Value:
+    """Reverse `value` along `axes` (static sizes); size-1 axes need nothing,
+    so a 1x1 kernel gets no flip at all."""
+    shape = ir.RankedTensorType(value.type).shape
+    return select_taps(value, {a: (shape[a] - 1, 1, shape[a]) for a in axes})

@@ -1,4 +1,4 @@
-// RUN: iree-bwdconv opt --split-input-file %s | FileCheck %s
+// RUN: iree-bwdconv opt --pattern convolution_backward --split-input-file %s | FileCheck %s
 
 // All three gradients. grad_input: dy scattered with stride 2 into zeros padded
 // by d*(K-1)-p = 1, the kernel reversed by a gather, a stride-1 contraction.

@@ -14,7 +14,7 @@ from typing import Callable, Optional
 from torch_mlir import ir
 from torch_mlir.rewrite import PatternRewriter, RewritePatternSet, apply_patterns_and_fold_greedily
 
-from . import convolution_backward
+from . import convolution_backward, convolution_backward_phases
 
 RewriteFn = Callable[[ir.Operation, PatternRewriter], Optional[str]]
 
@@ -28,6 +28,12 @@ class Pattern:
 
 
 REGISTRY: tuple[Pattern, ...] = (
+    Pattern(
+        "convolution_backward_phases",
+        convolution_backward_phases.ROOT,
+        convolution_backward_phases.rewrite,
+        convolution_backward_phases.BENEFIT,
+    ),
     Pattern("convolution_backward", convolution_backward.ROOT, convolution_backward.rewrite),
 )
 

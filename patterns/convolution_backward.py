@@ -16,8 +16,6 @@ from torch_mlir.rewrite import PatternRewriter
 
 from iree_bwdconv import geometry, gradients
 from iree_bwdconv import linalg_builders as lb
-from iree_bwdconv import torch_ir
-from iree_bwdconv.errors import InvalidArgumentError
 from iree_bwdconv.linalg_builders import PARALLEL, REDUCTION
 from iree_bwdconv.spec import ConvBackwardSpec
 
@@ -62,35 +60,10 @@ def grad_input_direct(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
     return lb.convert(lb.collapse_dims(acc, 1), lb.element_type(spec.dtype))
 
 
-def check(op: ir.Operation) -> tuple[Optional[ConvBackwardSpec], Optional[str]]:
-    """Preconditions, before any IR is built: (spec, None) or (None, why not)."""
-    try:
-        spec = torch_ir.read_convolution_backward(op)
-    except (torch_ir.PatternMismatch, InvalidArgumentError) as err:
-        return None, str(err)
-    for index, wanted in enumerate(spec.output_mask):
-        if wanted != (torch_ir.result_type(op, index) is not None):
-            return None, f"result {index} is {op.results[index].type} but output_mask[{index}]={wanted}"
-    return spec, None
-
-
 def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
     """Replace the op; return None when rewritten, else the reason it was not."""
-    spec, why_not = check(op)
+    spec, why_not = gradients.check_convolution_backward(op)
     if spec is None:
         return why_not
-    with rewriter.ip, op.location:
-        grad_output, input_, weight = (torch_ir.to_builtin(v) for v in list(op.operands)[:3])
-        builders = (
-            lambda: (gradients.grad_input_transposed if spec.transposed else grad_input_direct)(
-                spec, grad_output, weight
-            ),
-            lambda: gradients.grad_weight(spec, grad_output, input_),
-            lambda: gradients.grad_bias(spec, grad_output),
-        )
-        results = []
-        for index, build in enumerate(builders):
-            type_ = torch_ir.result_type(op, index)
-            results.append(torch_ir.none_value() if type_ is None else torch_ir.from_builtin(build(), type_))
-        rewriter.replace_op(op, results)
+    gradients.replace_convolution_backward(op, rewriter, spec, grad_input_direct)
     return None

@@ -122,3 +122,43 @@ def test_nd_helpers_map_over_dims():
     assert geometry.transposed_output_size_nd((4,), (3,), (2,), (1,), (1,), (1,)) == (8,)
     lows, highs = geometry.window_padding_nd((8, 9), (4, 3), (3, 1), (2, 3), (1, 0), (1, 1))
     assert lows == (1, 0) and highs == (0, -2)
+
+
+@pytest.mark.parametrize("k, s, d, p, n", list(configs()))
+def test_phases_compute_grad_input_exactly(k, s, d, p, n):
+    """Every position is computed by exactly its residue's phase; empty phases
+    are exactly the positions no tap reaches; no phase is dropped."""
+    rng = random.Random(hash((s, k, d, p, n)))
+    o_size = geometry.conv_output_size(n, k, s, p, d)
+    dy, w = ints(rng, o_size), ints(rng, k)
+    expected = brute_grad_input(dy, w, n, s, p, d)
+    phases = geometry.grad_input_phases(n, k, s, p, d)
+    assert [ph.residue for ph in phases] == list(range(s))
+    got = [None] * n
+    read = lambda o: dy[o] if 0 <= o < o_size else 0  # noqa: E731
+    for ph in phases:
+        for m in range(ph.count):
+            i = (ph.first_q + m) * s + ph.residue - p
+            assert 0 <= i < n and got[i] is None, "phases must partition the positions"
+            got[i] = sum(read(ph.dy_start + m + j * ph.tap_dilation) * w[tap]
+                         for j, tap in enumerate(ph.tap_indices))
+        if ph.taps == 0:  # an empty phase: no tap reaches its positions at all
+            assert all((t * d - ph.residue) % s for t in range(k))
+    assert got == expected
+    grid = geometry.phase_grid_length(n, s, p)
+    assert grid * s >= n + p and (grid - 1) * s < n + p
+
+
+@pytest.mark.parametrize("k, s, d", [(3, 2, 1), (1, 2, 1), (2, 3, 1), (3, 2, 2), (6, 3, 1), (3, 6, 1)])
+def test_phase_tap_sets(k, s, d):
+    """Each tap serves exactly one residue: taps are neither lost nor doubled."""
+    phases = geometry.grad_input_phases(16, k, s, 1, d)
+    served = sorted(t for ph in phases for t in ph.tap_indices)
+    assert served == list(range(k))
+    for ph in phases:
+        assert all((t * d - ph.residue) % s == 0 for t in ph.tap_indices)
+
+
+def test_span_padding():
+    assert geometry.span_padding(10, -2, 14) == (2, 2)
+    assert geometry.span_padding(10, 3, 4) == (-3, -3)

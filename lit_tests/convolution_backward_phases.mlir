@@ -1,0 +1,154 @@
+// RUN: iree-bwdconv opt --pattern convolution_backward_phases --split-input-file %s 2>%t.notes | FileCheck %s
+// RUN: FileCheck --check-prefix=NOTE %s < %t.notes
+// NOTE: convolution_backward_phases did not match torch.aten.convolution_backward {{.*}}: stride 1 in every dim
+
+// 3x3 stride 2: four phases with 2x2, 2x1, 1x2 and 1x1 taps (9 in all), each
+// a stride-1 contraction over grad_output as it is (padded, never scattered);
+// only the results are inserted, with stride 2, at positions q*2 + r + p.
+// CHECK-LABEL: func.func @grad_input_2d_s2_p1_d1_g1_f32
+// CHECK:         %[[GRID:.*]] = linalg.fill {{.*}} -> tensor<2x1x3x10x10xf32>
+// CHECK-NOT:     tensor.insert_slice
+// CHECK:         outs(%{{.*}} : tensor<1x4x3x2x2xf32>)
+// CHECK:         tensor.pad {{.*}} high[0, 0, 0, 1, 1]
+// CHECK:         %[[P0:.*]] = linalg.generic
+// CHECK-SAME:      iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]
+// CHECK-SAME:      tensor<1x4x3x2x2xf32>
+// CHECK:         tensor.insert_slice %[[P0]] into %[[GRID]][0, 0, 0, 2, 2] [2, 1, 3, 4, 4] [1, 1, 1, 2, 2]
+// CHECK:         linalg.generic
+// CHECK-SAME:      tensor<1x4x3x2x1xf32>
+// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 2, 1] [2, 1, 3, 4, 4] [1, 1, 1, 2, 2]
+// CHECK:         linalg.generic
+// CHECK-SAME:      tensor<1x4x3x1x2xf32>
+// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 1, 2] [2, 1, 3, 4, 4] [1, 1, 1, 2, 2]
+// CHECK:         linalg.generic
+// CHECK-SAME:      tensor<1x4x3x1x1xf32>
+// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 1, 1] [2, 1, 3, 4, 4] [1, 1, 1, 2, 2]
+// CHECK-NOT:     linalg.generic {{.*}}reduction
+// CHECK:         tensor.collapse_shape
+// CHECK:         tensor.extract_slice %{{.*}}[0, 0, 1, 1] [2, 3, 8, 8] [1, 1, 1, 1]
+
+func.func @grad_input_2d_s2_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,4,4],f32>, %arg1: !torch.vtensor<[2,3,8,8],f32>, %arg2: !torch.vtensor<[4,3,3,3],f32>) -> !torch.vtensor<[2,3,8,8],f32> {
+  %true = torch.constant.bool true
+  %int0 = torch.constant.int 0
+  %false = torch.constant.bool false
+  %int1 = torch.constant.int 1
+  %none = torch.constant.none
+  %int2 = torch.constant.int 2
+  %0 = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %true, %false, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,4,4,4],f32>, !torch.vtensor<[2,3,8,8],f32>, !torch.vtensor<[4,3,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,3,8,8],f32>, !torch.none, !torch.none
+  return %result0 : !torch.vtensor<[2,3,8,8],f32>
+}
+
+// -----
+
+// 1x1 stride 2: one contraction on grad_output as it is (no pad, no tap
+// gather, no flip); only its result is scattered.
+// CHECK-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16
+// CHECK-NOT:     tensor.pad
+// CHECK-NOT:     tensor.extract
+// CHECK:         %[[DY:.*]] = tensor.expand_shape %{{.*}} output_shape [2, 1, 8, 4, 4]
+// CHECK:         linalg.generic
+// CHECK-SAME:      ins(%[[DY]], %{{.*}} : tensor<2x1x8x4x4xf16>, tensor<1x8x4x1x1xf16>)
+// CHECK-SAME:      outs(%{{.*}} : tensor<2x1x4x4x4xf32>)
+// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 0, 0] [2, 1, 4, 4, 4] [1, 1, 1, 2, 2]
+// CHECK-NOT:     linalg.generic {{.*}}reduction
+// CHECK:         arith.truncf {{.*}} : f32 to f16
+
+func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16(%arg0: !torch.vtensor<[2,8,4,4],f16>, %arg1: !torch.vtensor<[2,4,8,8],f16>, %arg2: !torch.vtensor<[8,4,1,1],f16>) -> !torch.vtensor<[2,4,8,8],f16> {
+  %true = torch.constant.bool true
+  %false = torch.constant.bool false
+  %int1 = torch.constant.int 1
+  %int0 = torch.constant.int 0
+  %none = torch.constant.none
+  %int2 = torch.constant.int 2
+  %0 = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %true, %false, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,8,4,4],f16>, !torch.vtensor<[2,4,8,8],f16>, !torch.vtensor<[8,4,1,1],f16>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,4,8,8],f16>, !torch.none, !torch.none
+  return %result0 : !torch.vtensor<[2,4,8,8],f16>
+}
+
+// -----
+
+// Stride 3 > kernel 2: residue 2 has no tap. Two contractions, not three;
+// the empty phase's positions keep the grid's zeros.
+// CHECK-LABEL: func.func @grad_input_1d_k2_s3_p0_d1_g1_f32
+// CHECK:         linalg.fill {{.*}} -> tensor<2x1x3x9xf32>
+// CHECK:         linalg.generic {{.*}}reduction
+// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 0] [2, 1, 3, 3] [1, 1, 1, 3]
+// CHECK:         linalg.generic {{.*}}reduction
+// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 1] [2, 1, 3, 3] [1, 1, 1, 3]
+// CHECK-NOT:     linalg.generic {{.*}}reduction
+// CHECK-NOT:     tensor.insert_slice
+// CHECK:         return
+
+func.func @grad_input_1d_k2_s3_p0_d1_g1_f32(%arg0: !torch.vtensor<[2,4,3],f32>, %arg1: !torch.vtensor<[2,3,9],f32>, %arg2: !torch.vtensor<[4,3,2],f32>) -> !torch.vtensor<[2,3,9],f32> {
+  %true = torch.constant.bool true
+  %false = torch.constant.bool false
+  %int1 = torch.constant.int 1
+  %int0 = torch.constant.int 0
+  %none = torch.constant.none
+  %int3 = torch.constant.int 3
+  %0 = torch.prim.ListConstruct %int3 : (!torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int0 : (!torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1 : (!torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0 : (!torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %true, %false, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,4,3],f32>, !torch.vtensor<[2,3,9],f32>, !torch.vtensor<[4,3,2],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,3,9],f32>, !torch.none, !torch.none
+  return %result0 : !torch.vtensor<[2,3,9],f32>
+}
+
+// -----
+
+// gcd(stride 2, dilation 2) = 2: odd residues have no tap, and the even
+// residue's three taps are one stride-1 contraction (dilation 2/2 = 1).
+// CHECK-LABEL: func.func @grad_input_1d_k3_s2_p2_d2_g2_f32
+// CHECK:         outs(%{{.*}} : tensor<2x2x2x3xf32>)
+// CHECK:         linalg.generic {{.*}}reduction
+// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<2x2x2x7xf32>, tensor<2x2x2x3xf32>)
+// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 2] [2, 2, 2, 5] [1, 1, 1, 2]
+// CHECK-NOT:     linalg.generic {{.*}}reduction
+// CHECK:         tensor.extract_slice %{{.*}}[0, 0, 2] [2, 4, 9] [1, 1, 1]
+
+func.func @grad_input_1d_k3_s2_p2_d2_g2_f32(%arg0: !torch.vtensor<[2,4,5],f32>, %arg1: !torch.vtensor<[2,4,9],f32>, %arg2: !torch.vtensor<[4,2,3],f32>) -> !torch.vtensor<[2,4,9],f32> {
+  %true = torch.constant.bool true
+  %int0 = torch.constant.int 0
+  %false = torch.constant.bool false
+  %none = torch.constant.none
+  %int2 = torch.constant.int 2
+  %0 = torch.prim.ListConstruct %int2 : (!torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int2 : (!torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int2 : (!torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0 : (!torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %true, %false, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int2, %4 : !torch.vtensor<[2,4,5],f32>, !torch.vtensor<[2,4,9],f32>, !torch.vtensor<[4,2,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,4,9],f32>, !torch.none, !torch.none
+  return %result0 : !torch.vtensor<[2,4,9],f32>
+}
+
+// -----
+
+// Stride 1: nothing to skip, so the pattern declines and says why (the
+// direct form, convolution_backward.mlir, takes it).
+// CHECK-LABEL: func.func @grad_2d_s1_p1_d1_g1_f32
+// CHECK:         torch.aten.convolution_backward
+
+func.func @grad_2d_s1_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,8,8],f32>, %arg1: !torch.vtensor<[2,3,8,8],f32>, %arg2: !torch.vtensor<[4,3,3,3],f32>) -> (!torch.vtensor<[2,3,8,8],f32>, !torch.vtensor<[4,3,3,3],f32>) {
+  %true = torch.constant.bool true
+  %int0 = torch.constant.int 0
+  %false = torch.constant.bool false
+  %none = torch.constant.none
+  %int1 = torch.constant.int 1
+  %0 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %true, %true, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,4,8,8],f32>, !torch.vtensor<[2,3,8,8],f32>, !torch.vtensor<[4,3,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,3,8,8],f32>, !torch.vtensor<[4,3,3,3],f32>, !torch.none
+  return %result0, %result1 : !torch.vtensor<[2,3,8,8],f32>, !torch.vtensor<[4,3,3,3],f32>
+}
