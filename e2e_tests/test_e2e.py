@@ -42,3 +42,15 @@ def test_compiles_for_target(name: str, target: str) -> None:
     embedded = zipfile.ZipFile(io.BytesIO(vmfb)).namelist()
     assert "module.fb" in embedded
     assert any(EXECUTABLE_FORMATS[target] in name for name in embedded), embedded
+
+
+STRIDED = [name for name, c in CASES.items()
+           if max(c.stride) > 1 and not c.transposed and c.output_mask[0] and name not in EXPECTED_FAILURES]
+
+
+@pytest.mark.parametrize("form", ["per-phase", "sub-pixel"])
+@pytest.mark.parametrize("name", STRIDED)
+def test_both_grad_input_forms_match_eager(name: str, form: str, monkeypatch) -> None:
+    """The form rule picks one form per case; both must be right everywhere."""
+    monkeypatch.setenv(functional.GRAD_INPUT_FORM_VARIABLE, form)
+    run_and_compare(CASES[name])

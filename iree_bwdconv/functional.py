@@ -5,10 +5,13 @@ and the IREE runtime. Modules are compiled once per configuration."""
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from typing import Optional, Sequence
 
 import torch
+
+import iree_bwdconv.patterns.convolution_backward_phases as phases_pattern
 
 from . import pipeline
 from .errors import InvalidArgumentError
@@ -16,6 +19,7 @@ from .lowering import lower
 from .runtime import LoadedModule
 from .spec import ConvBackwardSpec, make_spec
 
+GRAD_INPUT_FORM_VARIABLE = phases_pattern.FORM_VARIABLE
 _DTYPE_NAMES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 _cache: dict[tuple, LoadedModule] = {}
 _cache_lock = threading.Lock()
@@ -87,9 +91,18 @@ def spec_of(
 _TORCH_DTYPES = {name: dtype for dtype, name in _DTYPE_NAMES.items()}
 
 
-@functools.lru_cache(maxsize=256)
+def _form() -> str:
+    """The grad_input form the patterns will pick: part of every cache key."""
+    return os.environ.get(GRAD_INPUT_FORM_VARIABLE, "auto")
+
+
 def lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]] = None) -> str:
     """Linalg MLIR of the configuration, traced on zeros of its shapes."""
+    return _lowered(spec, bias_sizes, _form())
+
+
+@functools.lru_cache(maxsize=256)
+def _lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]], form: str) -> str:
     dtype = _TORCH_DTYPES[spec.dtype]
     # torch.export specializes a size-1 dim, so a dynamic batch is traced at 2.
     batch = 2 if spec.dynamic_batch else None
@@ -106,7 +119,7 @@ def lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]] = None
 
 def compiled_module(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]], target: str) -> LoadedModule:
     """The loaded module for `spec` on `target`, compiled on first use."""
-    key = (spec, bias_sizes, target)
+    key = (spec, bias_sizes, target, _form())
     with _cache_lock:
         cached = _cache.get(key)
     if cached is not None:

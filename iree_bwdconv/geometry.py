@@ -211,3 +211,45 @@ def phase_grid_length(input_size: int, stride: int, padding: int) -> int:
     """Rows q of the [q, residue] grid that holds positions `i + p`; the
     grid is flattened to `q*s + r` and cropped to `[p, p + I)`."""
     return _ceil_div(input_size + padding, stride)
+
+
+@dataclass(frozen=True)
+class SubPixel:
+    """All phases of one dim as one stride-1 contraction (the sub-pixel form).
+
+    For q < rows and every residue r: `dx[q*s + r - p] = sum_{u < window}
+    dy[dy_start + q + u] * tap(r, u)`, with `tap(r, u) = w[k]`,
+    `k = tap_base[r] - tap_step*u`, and zero where k is outside [0, K) (an
+    empty residue has a tap_base that is never inside). Positions outside
+    [0, I) are computed and cropped. Needs dilation/gcd(dilation, stride) = 1:
+    otherwise phases read dy at different alignments and no common window
+    exists without extra zeros.
+    """
+
+    rows: int
+    window: int
+    dy_start: int
+    tap_base: tuple[int, ...]
+    tap_step: int
+
+
+def subpixel_form(input_size: int, kernel: int, stride: int, padding: int, dilation: int) -> SubPixel:
+    phases = grad_input_phases(input_size, kernel, stride, padding, dilation)
+    if any(ph.tap_dilation != 1 for ph in phases):
+        raise ValueError(f"dilation {dilation} and stride {stride}: phases are not aligned")
+    live = [ph for ph in phases if ph.taps]
+    # t0 of a phase: how far back its first tap reads, dy[q - t0 - j].
+    t0 = {ph.residue: ph.first_q - ph.dy_start - (ph.taps - 1) for ph in live}
+    e_min = min(t0[ph.residue] for ph in live)
+    e_max = max(t0[ph.residue] + ph.taps - 1 for ph in live)
+    step = phases[0].tap_step
+    base = tuple(
+        ph.first_tap + (e_max - t0[ph.residue]) * step if ph.taps else -1 for ph in phases
+    )
+    return SubPixel(
+        rows=phase_grid_length(input_size, stride, padding),
+        window=e_max - e_min + 1,
+        dy_start=-e_max,
+        tap_base=base,
+        tap_step=step,
+    )

@@ -82,11 +82,20 @@ def load_torch_conversion_dialect(context: ir.Context) -> None:
 
 def iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...] = ()) -> bytes:
     """Compile MLIR text (linalg on tensors) to a .vmfb for `target`."""
+    return _run_iree_compile(mlir, target, extra_flags, "module.vmfb")
+
+
+def iree_compile_to(mlir: str, target: str, phase: str, extra_flags: tuple[str, ...] = ()) -> str:
+    """Stop iree-compile after `phase` (e.g. "flow") and return that IR as text."""
+    return _run_iree_compile(mlir, target, (*extra_flags, f"--compile-to={phase}"), "out.mlir").decode()
+
+
+def _run_iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...], output: str) -> bytes:
     if target not in TARGET_FLAGS:
         raise ValueError(f"target={target!r}: expected one of {', '.join(TARGET_FLAGS)}")
     flags = [*TARGET_FLAGS[target], *extra_flags]
     with tempfile.TemporaryDirectory() as tmp:
-        src, out = Path(tmp) / "input.mlir", Path(tmp) / "module.vmfb"
+        src, out = Path(tmp) / "input.mlir", Path(tmp) / output
         src.write_text(mlir)
         proc = subprocess.run(
             [_tool("iree-compile"), *flags, str(src), "-o", str(out)],
@@ -96,5 +105,5 @@ def iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...] = ()) -> b
         if proc.returncode == 0:
             return out.read_bytes()
     path = _save(mlir, f"iree-compile-{target}")
-    command = shlex.join([_tool("iree-compile"), *flags, str(path), "-o", f"{path.with_suffix('')}.vmfb"])
+    command = shlex.join([_tool("iree-compile"), *flags, str(path), "-o", f"{path.with_suffix('')}.{output.split('.')[-1]}"])
     raise PipelineError(f"iree-compile for target {target}", proc.stderr, str(path), command)

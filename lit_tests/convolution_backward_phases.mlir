@@ -1,31 +1,46 @@
-// RUN: iree-bwdconv opt --pattern convolution_backward_phases --split-input-file %s 2>%t.notes | FileCheck %s
+// RUN: env IREE_BWDCONV_GRAD_INPUT_FORM=per-phase iree-bwdconv opt --pattern convolution_backward_phases --split-input-file %s 2>%t.notes | FileCheck %s
 // RUN: FileCheck --check-prefix=NOTE %s < %t.notes
+// RUN: env IREE_BWDCONV_GRAD_INPUT_FORM=sub-pixel iree-bwdconv opt --pattern convolution_backward_phases --split-input-file %s 2>/dev/null | FileCheck --check-prefix=SUBPIXEL %s
 // NOTE: convolution_backward_phases did not match torch.aten.convolution_backward {{.*}}: stride 1 in every dim
 
-// 3x3 stride 2: four phases with 2x2, 2x1, 1x2 and 1x1 taps (9 in all), each
-// a stride-1 contraction over grad_output as it is (padded, never scattered);
-// only the results are inserted, with stride 2, at positions q*2 + r + p.
+// 3x3 stride 2, per-phase form: four phases with 2x2, 2x1, 1x2 and 1x1 taps
+// (9 in all), read from one gathered table of every phase's taps; each is a
+// stride-1 contraction over grad_output as it is (padded, never scattered),
+// and only its result is inserted, with stride 2, at positions q*2 + r - p.
 // CHECK-LABEL: func.func @grad_input_2d_s2_p1_d1_g1_f32
-// CHECK:         %[[GRID:.*]] = linalg.fill {{.*}} -> tensor<2x1x3x10x10xf32>
+// CHECK:         %[[TABLE:.*]] = linalg.generic
+// CHECK-SAME:      outs(%{{.*}} : tensor<1x4x3x2x2x2x2xf32>)
+// CHECK:         %[[DX:.*]] = linalg.fill {{.*}} -> tensor<2x1x3x8x8xf32>
 // CHECK-NOT:     tensor.insert_slice
-// CHECK:         outs(%{{.*}} : tensor<1x4x3x2x2xf32>)
+// CHECK:         %[[T0:.*]] = tensor.extract_slice %[[TABLE]][0, 0, 0, 0, 0, 0, 0] [1, 4, 3, 1, 1, 2, 2]
 // CHECK:         tensor.pad {{.*}} high[0, 0, 0, 1, 1]
 // CHECK:         %[[P0:.*]] = linalg.generic
 // CHECK-SAME:      iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]
-// CHECK-SAME:      tensor<1x4x3x2x2xf32>
-// CHECK:         tensor.insert_slice %[[P0]] into %[[GRID]][0, 0, 0, 2, 2] [2, 1, 3, 4, 4] [1, 1, 1, 2, 2]
-// CHECK:         linalg.generic
-// CHECK-SAME:      tensor<1x4x3x2x1xf32>
-// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 2, 1] [2, 1, 3, 4, 4] [1, 1, 1, 2, 2]
-// CHECK:         linalg.generic
-// CHECK-SAME:      tensor<1x4x3x1x2xf32>
-// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 1, 2] [2, 1, 3, 4, 4] [1, 1, 1, 2, 2]
-// CHECK:         linalg.generic
-// CHECK-SAME:      tensor<1x4x3x1x1xf32>
-// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 1, 1] [2, 1, 3, 4, 4] [1, 1, 1, 2, 2]
+// CHECK-SAME:      %[[T0]]
+// CHECK:         %[[DX0:.*]] = tensor.insert_slice %[[P0]] into %[[DX]][0, 0, 0, 1, 1] [2, 1, 3, 4, 4] [1, 1, 1, 2, 2]
+// CHECK:         tensor.extract_slice %[[TABLE]][0, 0, 0, 0, 1, 0, 0] [1, 4, 3, 1, 1, 2, 1]
+// CHECK:         linalg.generic {{.*}}reduction
+// CHECK:         tensor.insert_slice {{.*}} into %[[DX0]][0, 0, 0, 1, 0] [2, 1, 3, 4, 4] [1, 1, 1, 2, 2]
+// CHECK:         tensor.extract_slice %[[TABLE]][0, 0, 0, 1, 0, 0, 0] [1, 4, 3, 1, 1, 1, 2]
+// CHECK:         linalg.generic {{.*}}reduction
+// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 0, 1] [2, 1, 3, 4, 4] [1, 1, 1, 2, 2]
+// CHECK:         tensor.extract_slice %[[TABLE]][0, 0, 0, 1, 1, 0, 0] [1, 4, 3, 1, 1, 1, 1]
+// CHECK:         linalg.generic {{.*}}reduction
+// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 0, 0] [2, 1, 3, 4, 4] [1, 1, 1, 2, 2]
 // CHECK-NOT:     linalg.generic {{.*}}reduction
 // CHECK:         tensor.collapse_shape
-// CHECK:         tensor.extract_slice %{{.*}}[0, 0, 1, 1] [2, 3, 8, 8] [1, 1, 1, 1]
+// The same in the sub-pixel form: one contraction whose output is laid out
+// [q, residue] per dim (zero taps where a residue has fewer), then a reshape
+// interleaves the phases and a slice crops at p.
+// SUBPIXEL-LABEL: func.func @grad_input_2d_s2_p1_d1_g1_f32
+// SUBPIXEL:         arith.select {{.*}} : f32
+// SUBPIXEL:         tensor.pad {{.*}} low[0, 0, 0, 1, 1] high[0, 0, 0, 1, 1]
+// SUBPIXEL:         linalg.generic
+// SUBPIXEL-SAME:      iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]
+// SUBPIXEL-SAME:      outs(%{{.*}} : tensor<2x1x3x5x2x5x2xf32>)
+// SUBPIXEL-NOT:     linalg.generic {{.*}}reduction
+// SUBPIXEL:         tensor.collapse_shape {{.*}} into tensor<2x3x10x10xf32>
+// SUBPIXEL:         tensor.extract_slice %{{.*}}[0, 0, 1, 1] [2, 3, 8, 8] [1, 1, 1, 1]
 
 func.func @grad_input_2d_s2_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,4,4],f32>, %arg1: !torch.vtensor<[2,3,8,8],f32>, %arg2: !torch.vtensor<[4,3,3,3],f32>) -> !torch.vtensor<[2,3,8,8],f32> {
   %true = torch.constant.bool true
@@ -50,13 +65,14 @@ func.func @grad_input_2d_s2_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,4,4],f32>, %
 // CHECK-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16
 // CHECK-NOT:     tensor.pad
 // CHECK-NOT:     tensor.extract
+// CHECK-NOT:     linalg.index
 // CHECK:         %[[DY:.*]] = tensor.expand_shape %{{.*}} output_shape [2, 1, 8, 4, 4]
 // CHECK:         linalg.generic
 // CHECK-SAME:      ins(%[[DY]], %{{.*}} : tensor<2x1x8x4x4xf16>, tensor<1x8x4x1x1xf16>)
 // CHECK-SAME:      outs(%{{.*}} : tensor<2x1x4x4x4xf32>)
-// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 0, 0] [2, 1, 4, 4, 4] [1, 1, 1, 2, 2]
-// CHECK-NOT:     linalg.generic {{.*}}reduction
 // CHECK:         arith.truncf {{.*}} : f32 to f16
+// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 0, 0] [2, 1, 4, 4, 4] [1, 1, 1, 2, 2] : tensor<2x1x4x4x4xf16> into tensor<2x1x4x8x8xf16>
+// CHECK-NOT:     linalg.generic {{.*}}reduction
 
 func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16(%arg0: !torch.vtensor<[2,8,4,4],f16>, %arg1: !torch.vtensor<[2,4,8,8],f16>, %arg2: !torch.vtensor<[8,4,1,1],f16>) -> !torch.vtensor<[2,4,8,8],f16> {
   %true = torch.constant.bool true
@@ -109,12 +125,11 @@ func.func @grad_input_1d_k2_s3_p0_d1_g1_f32(%arg0: !torch.vtensor<[2,4,3],f32>, 
 // gcd(stride 2, dilation 2) = 2: odd residues have no tap, and the even
 // residue's three taps are one stride-1 contraction (dilation 2/2 = 1).
 // CHECK-LABEL: func.func @grad_input_1d_k3_s2_p2_d2_g2_f32
-// CHECK:         outs(%{{.*}} : tensor<2x2x2x3xf32>)
+// CHECK:         outs(%{{.*}} : tensor<2x2x2x2x3xf32>)
 // CHECK:         linalg.generic {{.*}}reduction
-// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<2x2x2x7xf32>, tensor<2x2x2x3xf32>)
-// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 2] [2, 2, 2, 5] [1, 1, 1, 2]
+// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<2x2x2x7xf32>, tensor<2x2x2x1x3xf32>)
+// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 0] [2, 2, 2, 5] [1, 1, 1, 2] : tensor<2x2x2x5xf32> into tensor<2x2x2x9xf32>
 // CHECK-NOT:     linalg.generic {{.*}}reduction
-// CHECK:         tensor.extract_slice %{{.*}}[0, 0, 2] [2, 4, 9] [1, 1, 1]
 
 func.func @grad_input_1d_k3_s2_p2_d2_g2_f32(%arg0: !torch.vtensor<[2,4,5],f32>, %arg1: !torch.vtensor<[2,4,9],f32>, %arg2: !torch.vtensor<[4,2,3],f32>) -> !torch.vtensor<[2,4,9],f32> {
   %true = torch.constant.bool true

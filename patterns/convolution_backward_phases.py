@@ -3,13 +3,13 @@ touching the zeros a scatter would insert (stride-phase decomposition).
 
 Positions of grad_input split by residue `(i + p) mod s` per dim; each
 residue class is a stride-1 contraction over the un-scattered grad_output
-with its own reversed sub-kernel (`geometry.grad_input_phases`). Each phase
-result is inserted with stride s at positions `q*s + r` of a grid that
-starts at `-p`, then cropped. (A `[q, residue]` grid filled by unit-stride
+with its own reversed sub-kernel (`geometry.grad_input_phases`), read from
+one gathered table of every phase's taps. Each phase result is inserted with
+stride s at its positions `q*s + r - p` of grad_input. (A `[q, residue]` grid filled by unit-stride
 inserts and reshaped was tried first: IREE 3.13 folds the unit dims of such
 an insert onto the wrong destination dims and drops rows.)
 An empty phase (stride > kernel, or gcd(stride, dilation) > 1) emits no
-contraction; its positions keep the grid's zeros. A 1x1 kernel has one
+contraction; its positions keep grad_input's zeros. A 1x1 kernel has one
 non-empty phase: its contraction runs on grad_output as it is and only the
 result is scattered.
 """
@@ -17,9 +17,12 @@ result is scattered.
 from __future__ import annotations
 
 import itertools
+import math
+import os
 from typing import Optional
 
 from torch_mlir import ir
+from torch_mlir.dialects import arith, linalg, tensor
 from torch_mlir.rewrite import PatternRewriter
 
 from iree_bwdconv import geometry, gradients
@@ -32,15 +35,20 @@ BENEFIT = 2  # preferred over the direct form wherever it applies
 
 
 def _phase_contraction(
-    spec: ConvBackwardSpec, dy: ir.Value, weight: ir.Value, phases: tuple[geometry.Phase, ...]
+    spec: ConvBackwardSpec, dy: ir.Value, table: Optional[ir.Value], weight: ir.Value,
+    phases: tuple[geometry.Phase, ...],
 ) -> ir.Value:
-    """dx_r[n,g,c,m] = sum_{f,j} dy[n,g,f,dy_start + m + D*j] * taps[g,f,c,j] in f32."""
+    """dx_r[n,g,c,m] = sum_{f,j} dy[n,g,f,dy_start + m + D*j] * T[g,f,c,r,j] in f32,
+    or the weight itself where there is no table (1x1 kernels)."""
     r, groups = spec.spatial_rank, spec.groups
     c_in = spec.in_channels // groups
-    taps = lb.select_taps(weight, {
-        3 + axis: (ph.first_tap + (ph.taps - 1) * ph.tap_step, ph.tap_step, ph.taps)
-        for axis, ph in enumerate(phases)
-    })
+    zero = ir.AffineConstantExpr.get(0)
+    if table is None:
+        taps, residue_exprs = weight, []
+    else:
+        taps = lb.extract(table, [0, 0, 0, *(ph.residue for ph in phases), *([0] * r)],
+                          lb.sizes_of(table)[:3] + [1] * r + [ph.taps for ph in phases])
+        residue_exprs = [zero] * r
     low = [0, 0, 0] + [-ph.dy_start for ph in phases]
     high = [0, 0, 0] + [ph.dy_start + ph.dy_length - o for ph, o in zip(phases, spec.output_spatial)]
     window = lb.pad_or_crop(dy, low, high)
@@ -50,7 +58,7 @@ def _phase_contraction(
     m, f, j = rest[:r], rest[r], rest[r + 1 :]
     maps = [
         lb.affine_map(num, [n, g, f, *(mi + ji * ph.tap_dilation for mi, ji, ph in zip(m, j, phases))]),
-        lb.affine_map(num, [g, f, c, *j]),
+        lb.affine_map(num, [g, f, c, *residue_exprs, *j]),
         lb.affine_map(num, [n, g, c, *m]),
     ]
     batch = lb.sizes_of(dy)[0]
@@ -65,21 +73,136 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
         geometry.grad_input_phases(i, k, s, p, d)
         for i, k, s, p, d in zip(spec.input_spatial, spec.kernel, spec.stride, spec.padding, spec.dilation)
     ]
-    rows = [geometry.phase_grid_length(i, s, p) for i, s, p in zip(spec.input_spatial, spec.stride, spec.padding)]
     dy = lb.expand_dim(grad_output, 1, (groups, f_out))
     w = lb.expand_dim(weight, 0, (groups, f_out))
+    table = None  # a 1x1 kernel's one live phase reads the weight as it is
+    if any(k > 1 for k in spec.kernel):
+        table = _tap_table(
+            w,
+            [tuple(ph.first_tap + (ph.taps - 1) * ph.tap_step if ph.taps else -1 for ph in dim) for dim in per_dim],
+            [dim[0].tap_step for dim in per_dim],
+            [max(ph.taps for ph in dim) for dim in per_dim],
+            spec.kernel,
+        )
     batch = lb.sizes_of(grad_output)[0]
-    grid_dims = [q * s for q, s in zip(rows, spec.stride)]
-    grid = lb.zeros([batch, groups, c_in, *grid_dims], lb.element_type(gradients.ACCUMULATOR))
+    # Each phase rounds its own result, so the conversion fuses into the
+    # phase's contraction; the results go straight to their positions
+    # i = (first_q + m)*s + r - p of a zero grad_input.
+    dtype = lb.element_type(spec.dtype)
+    dx = lb.zeros([batch, groups, c_in, *spec.input_spatial], dtype)
     for phases in itertools.product(*per_dim):
         if any(ph.is_empty for ph in phases):
             continue
-        result = _phase_contraction(spec, dy, w, phases)
-        offsets = [0, 0, 0] + [ph.first_q * s + ph.residue for ph, s in zip(phases, spec.stride)]
-        grid = lb.insert_strided(result, grid, offsets, [1, 1, 1, *spec.stride])
+        result = lb.convert(_phase_contraction(spec, dy, table, w, phases), dtype)
+        offsets = [0, 0, 0] + [ph.first_q * s + ph.residue - p for ph, s, p in zip(phases, spec.stride, spec.padding)]
+        dx = lb.insert_strided(result, dx, offsets, [1, 1, 1, *spec.stride])
+    return lb.collapse_dims(dx, 1)
+
+
+def _tap_table(
+    weight: ir.Value, bases: list[tuple[int, ...]], steps: list[int], windows: list[int],
+    kernel: tuple[int, ...],
+) -> ir.Value:
+    """T[g,f,c,*r,*u] = w[g,f,c,*k] with `k = bases[dim][r] - steps[dim]*u` per
+    dim, and 0 where any k falls outside the kernel. One gather serves every
+    phase: phase r reads its taps as T[.., r, 0:taps]."""
+    src = ir.RankedTensorType(weight.type)
+    rank = len(bases)
+    index_type = ir.IndexType.get()
+    sizes = lb.sizes_of(weight)[:3] + [len(b) for b in bases] + list(windows)
+    out = tensor.EmptyOp(sizes, src.element_type).result
+    identity = ir.AffineMap.get_identity(3 + 2 * rank)
+    const = lambda v: arith.constant(index_type, v)  # noqa: E731
+
+    @linalg.generic([], [out], [identity], [PARALLEL] * (3 + 2 * rank))
+    def result(_):
+        indices = [linalg.IndexOp(axis).result for axis in range(3)]
+        valid = None
+        for dim in range(rank):
+            residue, u = linalg.IndexOp(3 + dim).result, linalg.IndexOp(3 + rank + dim).result
+            base = const(bases[dim][0])
+            for r, b in enumerate(bases[dim][1:], start=1):
+                is_r = arith.cmpi(arith.CmpIPredicate.eq, residue, const(r))
+                base = arith.select(is_r, const(b), base)
+            k = arith.subi(base, arith.muli(u, const(steps[dim])))
+            inside = arith.andi(arith.cmpi(arith.CmpIPredicate.sge, k, const(0)),
+                                arith.cmpi(arith.CmpIPredicate.slt, k, const(kernel[dim])))
+            valid = inside if valid is None else arith.andi(valid, inside)
+            indices.append(arith.select(inside, k, const(0)))
+        value = tensor.extract(weight, indices)
+        return arith.select(valid, value, arith.constant(src.element_type, 0.0))
+
+    return result
+
+
+def grad_input_subpixel(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
+    """All phases in one contraction whose output is laid out [.., q, r, ..]
+    per dim, so that a reshape interleaves the phases (depth-to-space)."""
+    r, groups = spec.spatial_rank, spec.groups
+    c_in, f_out = spec.in_channels // groups, spec.out_channels // groups
+    forms = [
+        geometry.subpixel_form(i, k, s, p, d)
+        for i, k, s, p, d in zip(spec.input_spatial, spec.kernel, spec.stride, spec.padding, spec.dilation)
+    ]
+    dy = lb.expand_dim(grad_output, 1, (groups, f_out))
+    taps = _tap_table(lb.expand_dim(weight, 0, (groups, f_out)), [f.tap_base for f in forms],
+                      [f.tap_step for f in forms], [f.window for f in forms], spec.kernel)
+    low = [0, 0, 0] + [-form.dy_start for form in forms]
+    high = [0, 0, 0] + [form.dy_start + form.rows + form.window - 1 - o
+                        for form, o in zip(forms, spec.output_spatial)]
+    window = lb.pad_or_crop(dy, low, high)
+
+    num = 4 + 3 * r
+    n, g, c, *rest = lb.dims(num)
+    q, res, f, u = rest[:r], rest[r : 2 * r], rest[2 * r], rest[2 * r + 1 :]
+    maps = [
+        lb.affine_map(num, [n, g, f, *(qi + ui for qi, ui in zip(q, u))]),
+        lb.affine_map(num, [g, f, c, *res, *u]),
+        lb.affine_map(num, [n, g, c, *(e for pair in zip(q, res) for e in pair)]),
+    ]
+    batch = lb.sizes_of(grad_output)[0]
+    grid_sizes = [size for form, s in zip(forms, spec.stride) for size in (form.rows, s)]
+    init = lb.zeros([batch, groups, c_in, *grid_sizes], lb.element_type(gradients.ACCUMULATOR))
+    iterators = [PARALLEL] * (3 + 2 * r) + [REDUCTION] * (1 + r)
+    grid = lb.convert(lb.contraction(window, taps, init, maps, iterators), lb.element_type(spec.dtype))
+    for axis in range(r):  # [.., q, s, ..] -> [.., q*s, ..]
+        grid = lb.collapse_dims(grid, 3 + axis)
     grid = lb.collapse_dims(grid, 1)
-    positions = lb.extract(grid, [0, 0, *spec.padding], [batch, spec.in_channels, *spec.input_spatial])
-    return lb.convert(positions, lb.element_type(spec.dtype))
+    return lb.extract(grid, [0, 0, *spec.padding], [batch, spec.in_channels, *spec.input_spatial])
+
+
+FORMS = ("auto", "per-phase", "sub-pixel")
+FORM_VARIABLE = "IREE_BWDCONV_GRAD_INPUT_FORM"
+SUBPIXEL_MAX_WORK = 1.8  # sub-pixel multiply-adds / per-phase ones; docs/performance.md
+
+
+def subpixel_work_ratio(spec: ConvBackwardSpec) -> Optional[float]:
+    """Multiply-adds of the sub-pixel form over those of the per-phase form
+    (which does only useful ones), or None where the phases are not aligned
+    (dilation/gcd(dilation, stride) > 1 in some dim)."""
+    subpixel, per_phase = 1, 1
+    for i, k, s, p, d in zip(spec.input_spatial, spec.kernel, spec.stride, spec.padding, spec.dilation):
+        if d // math.gcd(d, s) != 1:
+            return None
+        form = geometry.subpixel_form(i, k, s, p, d)
+        subpixel *= form.rows * s * form.window
+        per_phase *= sum(ph.count * ph.taps for ph in geometry.grad_input_phases(i, k, s, p, d))
+    return subpixel / per_phase if per_phase else None
+
+
+def choose_form(spec: ConvBackwardSpec) -> str:
+    """The grad_input form for `spec`: `$IREE_BWDCONV_GRAD_INPUT_FORM` when
+    set (for measuring), else sub-pixel where it is aligned and wastes at
+    most SUBPIXEL_MAX_WORK, else per-phase."""
+    forced = os.environ.get(FORM_VARIABLE, "auto")
+    if forced not in FORMS:
+        raise ValueError(f"{FORM_VARIABLE}={forced!r}: expected one of {', '.join(FORMS)}")
+    ratio = subpixel_work_ratio(spec)
+    if forced == "sub-pixel" and ratio is not None:
+        return forced
+    if forced == "per-phase":
+        return forced
+    return "sub-pixel" if ratio is not None and ratio <= SUBPIXEL_MAX_WORK else "per-phase"
 
 
 def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
@@ -93,5 +216,6 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
         return "stride 1 in every dim: there are no inserted zeros to avoid"
     if not spec.output_mask[0]:
         return "grad_input is not asked for"
-    gradients.replace_convolution_backward(op, rewriter, spec, grad_input_phases)
+    form = grad_input_subpixel if choose_form(spec) == "sub-pixel" else grad_input_phases
+    gradients.replace_convolution_backward(op, rewriter, spec, form)
     return None

@@ -162,3 +162,25 @@ def test_phase_tap_sets(k, s, d):
 def test_span_padding():
     assert geometry.span_padding(10, -2, 14) == (2, 2)
     assert geometry.span_padding(10, 3, 4) == (-3, -3)
+
+
+@pytest.mark.parametrize("k, s, d, p, n", [c for c in configs() if (c[2] // __import__("math").gcd(c[1], c[2])) == 1])
+def test_subpixel_form_computes_grad_input_exactly(k, s, d, p, n):
+    rng = random.Random(hash((p, s, d, k, n)))
+    o_size = geometry.conv_output_size(n, k, s, p, d)
+    dy, w = ints(rng, o_size), ints(rng, k)
+    form = geometry.subpixel_form(n, k, s, p, d)
+    read = lambda o: dy[o] if 0 <= o < o_size else 0  # noqa: E731
+    tap = lambda r, u: (lambda t: w[t] if 0 <= t < k else 0)(form.tap_base[r] - form.tap_step * u)  # noqa: E731
+    got = {}
+    for q in range(form.rows):
+        for r in range(s):
+            i = q * s + r - p
+            got[i] = sum(read(form.dy_start + q + u) * tap(r, u) for u in range(form.window))
+    assert [got[i] for i in range(n)] == brute_grad_input(dy, w, n, s, p, d)
+    assert form.window == max(ph.taps for ph in geometry.grad_input_phases(n, k, s, p, d)) or s > k
+
+
+def test_subpixel_form_refuses_unaligned_phases():
+    with pytest.raises(ValueError, match="not aligned"):
+        geometry.subpixel_form(9, 3, 2, 1, 3)

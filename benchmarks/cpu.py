@@ -1,0 +1,83 @@
+"""This CPU (llvm-cpu, 2 threads): ours vs upstream (IREE's own torch input)
+vs torch eager, on scaled-down shapes, f32, grad_input only and all three
+gradients. Each shape's three are timed in one run, interleaved.
+
+    ./dev python -m benchmarks.cpu
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from iree_bwdconv import pipeline
+from iree_bwdconv.pipeline import _tool
+
+from . import modules
+from .shapes import Shape
+
+SHAPES = (
+    Shape("3x3 s2 n4 c64 k64 56x56", 4, 64, 64, (56, 56), 3, 2, 1, dtype="f32"),
+    Shape("1x1 s2 n4 c128 k256 28x28", 4, 128, 256, (28, 28), 1, 2, 0, dtype="f32"),
+    Shape("5x5 s2 n2 c32 k64 40x88 (001, scaled)", 2, 32, 64, (40, 88), 5, 2, 1, dtype="f32"),
+    Shape("3x3 s2 g32 n2 c64 k64 50x50 (003, scaled)", 2, 64, 64, (50, 50), 3, 2, 1, groups=32, dtype="f32"),
+    Shape("3x3 s1 n2 c64 k64 56x56 (control)", 2, 64, 64, (56, 56), 3, 1, 1, dtype="f32"),
+)
+ROUNDS = 5
+
+
+def iree_ms(vmfb: Path, shape: Shape) -> float:
+    dy, x, w = modules.example_tensors(shape)
+    inputs = ["x".join(map(str, t.shape)) + "xf32" for t in (dy, x, w)]
+    proc = subprocess.run(
+        [_tool("iree-benchmark-module"), "--device=local-task", f"--module={vmfb}", "--function=main",
+         *(f"--input={i}" for i in inputs), "--benchmark_repetitions=3", "--benchmark_format=json"],
+        capture_output=True, text=True, check=True)
+    runs = json.loads(proc.stdout)["benchmarks"]
+    return [b for b in runs if b.get("aggregate_name") == "median"][0]["real_time"]
+
+
+def eager_ms(shape: Shape, mask) -> float:
+    dy, x, w = (torch.randn(t.shape) for t in modules.example_tensors(shape))
+    args = modules.arguments(shape, mask)
+    torch.ops.aten.convolution_backward(dy, x, w, *args)
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        torch.ops.aten.convolution_backward(dy, x, w, *args)
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def main() -> int:
+    torch.set_num_threads(2)
+    print("| shape | gradients | eager ms | ours ms | upstream ms | upstream / ours | ours / eager |")
+    print("|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for shape in SHAPES:
+            for mask_name, mask in (("grad_input", modules.GRAD_INPUT_ONLY), ("all", modules.ALL_GRADS)):
+                ours, upstream = Path(tmp) / "ours.vmfb", Path(tmp) / "upstream.vmfb"
+                ours.write_bytes(pipeline.iree_compile(modules.ours(shape, mask), "cpu"))
+                upstream.write_bytes(pipeline.iree_compile(modules.raw_torch(shape, mask), "cpu",
+                                                           modules.UPSTREAM_FLAGS))
+                samples = {"eager": [], "ours": [], "upstream": []}
+                for _ in range(ROUNDS):  # interleaved, so drift hits all three alike
+                    samples["eager"].append(eager_ms(shape, mask))
+                    samples["ours"].append(iree_ms(ours, shape))
+                    samples["upstream"].append(iree_ms(upstream, shape))
+                med = {k: statistics.median(v) for k, v in samples.items()}
+                print(f"| {shape.name} | {mask_name} | {med['eager']:.2f} | {med['ours']:.2f} | "
+                      f"{med['upstream']:.2f} | {med['upstream'] / med['ours']:.2f} | "
+                      f"{med['ours'] / med['eager']:.2f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

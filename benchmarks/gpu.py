@@ -1,0 +1,101 @@
+"""H100 timings of the strided data gradient: ours vs upstream (IREE's own
+torch input), plus torch eager (cuDNN) and, for 1x1 shapes, IREE's own
+matmul of the same GEMM as the ceiling.
+
+The GPU machine has no IREE compiler, so this runs in two halves:
+
+    ./dev python -m benchmarks.gpu prepare .bench      # here: compile .vmfb files, write manifest.json
+    python3 benchmarks/run_on_gpu.py .bench results.json   # there, with iree-base-runtime installed
+    ./dev python -m benchmarks.gpu report results.json # here: the tables of docs/performance.md
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import torch
+
+from iree_bwdconv import lowering, pipeline
+
+from . import modules
+from .shapes import SHAPES, Shape
+
+FORM_VARIABLE = "IREE_BWDCONV_GRAD_INPUT_FORM"
+FUSE_PADDING = "--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops"
+IREE_DTYPES = {"f16": "f16", "bf16": "bf16", "f32": "f32"}
+
+
+def _inputs(shape: Shape) -> list[str]:
+    dy, x, w = modules.example_tensors(shape)
+    return ["x".join(map(str, t.shape)) + "x" + shape.dtype for t in (dy, x, w)]
+
+
+class MatMul(torch.nn.Module):
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.matmul(a, b)
+
+
+def _variants(shape: Shape, mask) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """name -> (MLIR text, extra iree-compile flags)."""
+    raw = modules.raw_torch(shape, mask)
+    out = {"upstream": (raw, modules.UPSTREAM_FLAGS)}
+    forms = ["auto"]
+    if mask == modules.GRAD_INPUT_ONLY and shape.stride > 1 and shape.kernel > 1:
+        forms += ["per-phase", "sub-pixel"]
+    for form in forms:
+        os.environ[FORM_VARIABLE] = form
+        text = lowering.lower_torch(lowering.parse_torch_mlir(raw))
+        out[f"ours-{form}"] = (text, ())
+        out[f"ours-{form}+fusepad"] = (text, (FUSE_PADDING,))
+    os.environ.pop(FORM_VARIABLE, None)
+    return out
+
+
+def prepare(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = []
+    for index, shape in enumerate(SHAPES):
+        for mask_name, mask in (("grad_input", modules.GRAD_INPUT_ONLY), ("all", modules.ALL_GRADS)):
+            for variant, (text, flags) in _variants(shape, mask).items():
+                name = f"s{index}-{mask_name}-{variant}.vmfb"
+                (folder / name).write_bytes(pipeline.iree_compile(text, "cuda", flags))
+                manifest.append(dict(shape=shape.name, mask=mask_name, variant=variant, vmfb=name,
+                                     inputs=_inputs(shape)))
+                print(name, flush=True)
+        if shape.kernel == 1:
+            m = shape.n * shape.out_hw[0] * shape.out_hw[1]
+            a, b = torch.zeros(m, shape.k, dtype=shape.torch_dtype), torch.zeros(shape.k, shape.c, dtype=shape.torch_dtype)
+            name = f"s{index}-grad_input-iree-matmul.vmfb"
+            (folder / name).write_bytes(pipeline.iree_compile(lowering.lower(MatMul(), a, b), "cuda"))
+            manifest.append(dict(shape=shape.name, mask="grad_input", variant="iree-matmul", vmfb=name,
+                                 inputs=[f"{m}x{shape.k}x{shape.dtype}", f"{shape.k}x{shape.c}x{shape.dtype}"]))
+        eager = dict(n=shape.n, c=shape.c, k=shape.k, hw=shape.hw, kernel=shape.kernel, stride=shape.stride,
+                     padding=shape.padding, groups=shape.groups, dtype=shape.dtype)
+        manifest.append(dict(shape=shape.name, mask="grad_input", variant="torch-eager", eager=eager))
+        manifest.append(dict(shape=shape.name, mask="all", variant="torch-eager", eager=eager))
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+
+def report(results_path: Path) -> None:
+    results = json.loads(results_path.read_text())
+    table: dict[tuple[str, str], dict[str, float]] = {}
+    for r in results:
+        table.setdefault((r["shape"], r["mask"]), {})[r["variant"]] = r.get("median_ms")
+    for mask in ("grad_input", "all"):
+        variants = sorted({v for (s, m), row in table.items() if m == mask for v in row})
+        print(f"\n### {mask} (median ms)\n")
+        print("| shape | " + " | ".join(variants) + " | upstream / ours-auto |")
+        print("|---|" + "---|" * (len(variants) + 1))
+        for shape in SHAPES:
+            row = table.get((shape.name, mask), {})
+            cells = [f"{row[v]:.3f}" if row.get(v) else "-" for v in variants]
+            ratio = row.get("upstream", 0) / row["ours-auto"] if row.get("ours-auto") else 0
+            print(f"| {shape.name} | " + " | ".join(cells) + f" | {ratio:.2f} |")
+
+
+if __name__ == "__main__":
+    command, path = sys.argv[1], Path(sys.argv[2])
+    prepare(path) if command == "prepare" else report(path)
