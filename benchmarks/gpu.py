@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from iree_bwdconv import lowering, pipeline
+from iree_bwdconv.errors import PipelineError
 
 from . import modules
 from .shapes import SHAPES, Shape
@@ -61,10 +62,13 @@ def prepare(folder: Path) -> None:
         for mask_name, mask in (("grad_input", modules.GRAD_INPUT_ONLY), ("all", modules.ALL_GRADS)):
             for variant, (text, flags) in _variants(shape, mask).items():
                 name = f"s{index}-{mask_name}-{variant}.vmfb"
-                (folder / name).write_bytes(pipeline.iree_compile(text, "cuda", flags))
-                manifest.append(dict(shape=shape.name, mask=mask_name, variant=variant, vmfb=name,
-                                     inputs=_inputs(shape)))
-                print(name, flush=True)
+                entry = dict(shape=shape.name, mask=mask_name, variant=variant, vmfb=name, inputs=_inputs(shape))
+                try:
+                    (folder / name).write_bytes(pipeline.iree_compile(text, "cuda", flags))
+                except PipelineError as err:  # a variant that does not compile is a result too
+                    entry["compile_error"] = err.diagnostics.strip().splitlines()[0][:200]
+                manifest.append(entry)
+                print(name, entry.get("compile_error", "ok"), flush=True)
         if shape.kernel == 1:
             m = shape.n * shape.out_hw[0] * shape.out_hw[1]
             a, b = torch.zeros(m, shape.k, dtype=shape.torch_dtype), torch.zeros(shape.k, shape.c, dtype=shape.torch_dtype)

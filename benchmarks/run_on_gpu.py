@@ -61,7 +61,9 @@ def main() -> None:
     for entry in json.loads((folder / "manifest.json").read_text()):
         record = {k: entry[k] for k in ("shape", "mask", "variant")}
         try:
-            if "eager" in entry:
+            if "compile_error" in entry:
+                record["error"] = "compile: " + entry["compile_error"]
+            elif "eager" in entry:
                 record["median_ms"] = eager_median_ms(entry["eager"], entry["mask"])
             else:
                 record["median_ms"] = iree_median_ms(folder, entry)

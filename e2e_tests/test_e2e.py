@@ -53,4 +53,8 @@ STRIDED = [name for name, c in CASES.items()
 def test_both_grad_input_forms_match_eager(name: str, form: str, monkeypatch) -> None:
     """The form rule picks one form per case; both must be right everywhere."""
     monkeypatch.setenv(functional.GRAD_INPUT_FORM_VARIABLE, form)
-    run_and_compare(CASES[name])
+    case = CASES[name]
+    run_and_compare(case)
+    mlir = functional.lowered(spec_of(case), case.bias_sizes)
+    for target in EXECUTABLE_FORMATS:
+        functional.compile(mlir, target)

@@ -3,11 +3,11 @@ touching the zeros a scatter would insert (stride-phase decomposition).
 
 Positions of grad_input split by residue `(i + p) mod s` per dim; each
 residue class is a stride-1 contraction over the un-scattered grad_output
-with its own reversed sub-kernel (`geometry.grad_input_phases`), read from
-one gathered table of every phase's taps. Each phase result is inserted with
-stride s at its positions `q*s + r - p` of grad_input. (A `[q, residue]` grid filled by unit-stride
-inserts and reshaped was tried first: IREE 3.13 folds the unit dims of such
-an insert onto the wrong destination dims and drops rows.)
+with its own reversed sub-kernel (`geometry.grad_input_phases`). Each phase
+result is inserted with stride s at its positions `q*s + r - p` of
+grad_input. (A `[q, residue]` grid filled by unit-stride inserts and
+reshaped was tried first: IREE 3.13 folds the unit dims of such an insert
+onto the wrong destination dims and drops rows.)
 An empty phase (stride > kernel, or gcd(stride, dilation) > 1) emits no
 contraction; its positions keep grad_input's zeros. A 1x1 kernel has one
 non-empty phase: its contraction runs on grad_output as it is and only the
@@ -35,20 +35,27 @@ BENEFIT = 2  # preferred over the direct form wherever it applies
 
 
 def _phase_contraction(
-    spec: ConvBackwardSpec, dy: ir.Value, table: Optional[ir.Value], weight: ir.Value,
-    phases: tuple[geometry.Phase, ...],
+    spec: ConvBackwardSpec, dy: ir.Value, weight: ir.Value, phases: tuple[geometry.Phase, ...]
 ) -> ir.Value:
-    """dx_r[n,g,c,m] = sum_{f,j} dy[n,g,f,dy_start + m + D*j] * T[g,f,c,r,j] in f32,
-    or the weight itself where there is no table (1x1 kernels)."""
+    """dx_r[n,g,c,m] = sum_{f,j} dy[n,g,f,dy_start + m + D*j] * T_r[g,f,c,j] in f32,
+    where T_r is the phase's own reversed sub-kernel (the weight itself for a
+    1x1 kernel).
+
+    Each phase gathers its own taps: slicing one shared table instead left a
+    non-contiguous slice inside the contraction's dispatch, which IREE 3.13's
+    CUDA backend fails to bufferize (5x5 stride 2)."""
     r, groups = spec.spatial_rank, spec.groups
     c_in = spec.in_channels // groups
-    zero = ir.AffineConstantExpr.get(0)
-    if table is None:
-        taps, residue_exprs = weight, []
-    else:
-        taps = lb.extract(table, [0, 0, 0, *(ph.residue for ph in phases), *([0] * r)],
-                          lb.sizes_of(table)[:3] + [1] * r + [ph.taps for ph in phases])
-        residue_exprs = [zero] * r
+    taps = weight
+    if any(k > 1 for k in spec.kernel):
+        taps = _tap_table(
+            weight,
+            [(ph.first_tap + (ph.taps - 1) * ph.tap_step,) for ph in phases],
+            [ph.tap_step for ph in phases],
+            [ph.taps for ph in phases],
+            spec.kernel,
+            residue_dims=False,
+        )
     low = [0, 0, 0] + [-ph.dy_start for ph in phases]
     high = [0, 0, 0] + [ph.dy_start + ph.dy_length - o for ph, o in zip(phases, spec.output_spatial)]
     window = lb.pad_or_crop(dy, low, high)
@@ -58,7 +65,7 @@ def _phase_contraction(
     m, f, j = rest[:r], rest[r], rest[r + 1 :]
     maps = [
         lb.affine_map(num, [n, g, f, *(mi + ji * ph.tap_dilation for mi, ji, ph in zip(m, j, phases))]),
-        lb.affine_map(num, [g, f, c, *residue_exprs, *j]),
+        lb.affine_map(num, [g, f, c, *j]),
         lb.affine_map(num, [n, g, c, *m]),
     ]
     batch = lb.sizes_of(dy)[0]
@@ -75,15 +82,6 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
     ]
     dy = lb.expand_dim(grad_output, 1, (groups, f_out))
     w = lb.expand_dim(weight, 0, (groups, f_out))
-    table = None  # a 1x1 kernel's one live phase reads the weight as it is
-    if any(k > 1 for k in spec.kernel):
-        table = _tap_table(
-            w,
-            [tuple(ph.first_tap + (ph.taps - 1) * ph.tap_step if ph.taps else -1 for ph in dim) for dim in per_dim],
-            [dim[0].tap_step for dim in per_dim],
-            [max(ph.taps for ph in dim) for dim in per_dim],
-            spec.kernel,
-        )
     batch = lb.sizes_of(grad_output)[0]
     # Each phase rounds its own result, so the conversion fuses into the
     # phase's contraction; the results go straight to their positions
@@ -93,7 +91,7 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
     for phases in itertools.product(*per_dim):
         if any(ph.is_empty for ph in phases):
             continue
-        result = lb.convert(_phase_contraction(spec, dy, table, w, phases), dtype)
+        result = lb.convert(_phase_contraction(spec, dy, w, phases), dtype)
         offsets = [0, 0, 0] + [ph.first_q * s + ph.residue - p for ph, s, p in zip(phases, spec.stride, spec.padding)]
         dx = lb.insert_strided(result, dx, offsets, [1, 1, 1, *spec.stride])
     return lb.collapse_dims(dx, 1)
@@ -101,25 +99,29 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
 
 def _tap_table(
     weight: ir.Value, bases: list[tuple[int, ...]], steps: list[int], windows: list[int],
-    kernel: tuple[int, ...],
+    kernel: tuple[int, ...], residue_dims: bool = True,
 ) -> ir.Value:
     """T[g,f,c,*r,*u] = w[g,f,c,*k] with `k = bases[dim][r] - steps[dim]*u` per
     dim, and 0 where any k falls outside the kernel. One gather serves every
-    phase: phase r reads its taps as T[.., r, 0:taps]."""
+    phase of the sub-pixel form; a per-phase gather has one base per dim and
+    no residue dims (T[g,f,c,*u])."""
     src = ir.RankedTensorType(weight.type)
     rank = len(bases)
     index_type = ir.IndexType.get()
-    sizes = lb.sizes_of(weight)[:3] + [len(b) for b in bases] + list(windows)
+    residues = [len(b) for b in bases] if residue_dims else []
+    sizes = lb.sizes_of(weight)[:3] + residues + list(windows)
     out = tensor.EmptyOp(sizes, src.element_type).result
-    identity = ir.AffineMap.get_identity(3 + 2 * rank)
+    identity = ir.AffineMap.get_identity(len(sizes))
     const = lambda v: arith.constant(index_type, v)  # noqa: E731
+    first_window = 3 + len(residues)
 
-    @linalg.generic([], [out], [identity], [PARALLEL] * (3 + 2 * rank))
+    @linalg.generic([], [out], [identity], [PARALLEL] * len(sizes))
     def result(_):
         indices = [linalg.IndexOp(axis).result for axis in range(3)]
         valid = None
         for dim in range(rank):
-            residue, u = linalg.IndexOp(3 + dim).result, linalg.IndexOp(3 + rank + dim).result
+            u = linalg.IndexOp(first_window + dim).result
+            residue = linalg.IndexOp(3 + dim).result if residue_dims else None
             base = const(bases[dim][0])
             for r, b in enumerate(bases[dim][1:], start=1):
                 is_r = arith.cmpi(arith.CmpIPredicate.eq, residue, const(r))
