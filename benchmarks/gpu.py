@@ -96,8 +96,8 @@ def report(results_path: Path) -> None:
         for shape in SHAPES:
             row = table.get((shape.name, mask), {})
             cells = [f"{row[v]:.3f}" if row.get(v) else "-" for v in variants]
-            ratio = row.get("upstream", 0) / row["ours-auto"] if row.get("ours-auto") else 0
-            print(f"| {shape.name} | " + " | ".join(cells) + f" | {ratio:.2f} |")
+            ratio = f"{row['upstream'] / row['ours-auto']:.2f}" if row.get("ours-auto") and row.get("upstream") else "-"
+            print(f"| {shape.name} | " + " | ".join(cells) + f" | {ratio} |")
 
 
 if __name__ == "__main__":

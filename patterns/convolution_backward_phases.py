@@ -175,36 +175,19 @@ def grad_input_subpixel(spec: ConvBackwardSpec, grad_output: ir.Value, weight: i
 
 FORMS = ("auto", "per-phase", "sub-pixel")
 FORM_VARIABLE = "IREE_BWDCONV_GRAD_INPUT_FORM"
-SUBPIXEL_MAX_WORK = 1.8  # sub-pixel multiply-adds / per-phase ones; docs/performance.md
-
-
-def subpixel_work_ratio(spec: ConvBackwardSpec) -> Optional[float]:
-    """Multiply-adds of the sub-pixel form over those of the per-phase form
-    (which does only useful ones), or None where the phases are not aligned
-    (dilation/gcd(dilation, stride) > 1 in some dim)."""
-    subpixel, per_phase = 1, 1
-    for i, k, s, p, d in zip(spec.input_spatial, spec.kernel, spec.stride, spec.padding, spec.dilation):
-        if d // math.gcd(d, s) != 1:
-            return None
-        form = geometry.subpixel_form(i, k, s, p, d)
-        subpixel *= form.rows * s * form.window
-        per_phase *= sum(ph.count * ph.taps for ph in geometry.grad_input_phases(i, k, s, p, d))
-    return subpixel / per_phase if per_phase else None
 
 
 def choose_form(spec: ConvBackwardSpec) -> str:
-    """The grad_input form for `spec`: `$IREE_BWDCONV_GRAD_INPUT_FORM` when
-    set (for measuring), else sub-pixel where it is aligned and wastes at
-    most SUBPIXEL_MAX_WORK, else per-phase."""
+    """The grad_input form: per-phase, unless `$IREE_BWDCONV_GRAD_INPUT_FORM`
+    forces one (for measuring). On the H100 the sub-pixel form ran 1.6x to 7x
+    slower than per-phase on 5 of the 7 strided shapes where both apply, and
+    1.4x faster on one (docs/performance.md), so it is not picked by default;
+    it is refused where the phases are not aligned (d/gcd(d, s) > 1)."""
     forced = os.environ.get(FORM_VARIABLE, "auto")
     if forced not in FORMS:
         raise ValueError(f"{FORM_VARIABLE}={forced!r}: expected one of {', '.join(FORMS)}")
-    ratio = subpixel_work_ratio(spec)
-    if forced == "sub-pixel" and ratio is not None:
-        return forced
-    if forced == "per-phase":
-        return forced
-    return "sub-pixel" if ratio is not None and ratio <= SUBPIXEL_MAX_WORK else "per-phase"
+    aligned = all(d // math.gcd(d, s) == 1 for s, d in zip(spec.stride, spec.dilation))
+    return "sub-pixel" if forced == "sub-pixel" and aligned else "per-phase"
 
 
 def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
