@@ -26,7 +26,6 @@ from .shapes import SHAPES, Shape
 
 FORM_VARIABLE = "IREE_BWDCONV_GRAD_INPUT_FORM"
 FUSE_PADDING = "--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops"
-IREE_DTYPES = {"f16": "f16", "bf16": "bf16", "f32": "f32"}
 
 
 def _inputs(shape: Shape) -> list[str]:

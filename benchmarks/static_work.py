@@ -17,7 +17,6 @@ from iree_bwdconv.errors import PipelineError
 from . import ir_stats, modules
 from .shapes import SHAPES, Shape
 
-GPU_FLAGS = pipeline.TARGET_FLAGS
 
 
 def row(shape: Shape, mask: tuple[bool, bool, bool]) -> str:

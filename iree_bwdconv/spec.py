@@ -71,6 +71,11 @@ class ConvBackwardSpec:
     def dynamic_batch(self) -> bool:
         return self.batch is None
 
+    def per_dim(self) -> list[tuple[int, int, int, int, int]]:
+        """(input size, kernel, stride, padding, dilation) of each spatial dim,
+        in the argument order of geometry's per-dim functions."""
+        return list(zip(self.input_spatial, self.kernel, self.stride, self.padding, self.dilation))
+
 
 def _expand(name: str, value: Sequence[int], rank: int) -> tuple[int, ...]:
     """Accept one value per spatial dim, or a single value for all of them

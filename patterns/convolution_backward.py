@@ -26,9 +26,8 @@ def grad_input_direct(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
     """dx[n,g,c,i] = sum_{f,k} buf[n,g,f,i + d*k] * w[g,f,c,K-1-k]."""
     r, groups = spec.spatial_rank, spec.groups
     c_in, f_out = spec.in_channels // groups, spec.out_channels // groups
-    places = geometry.scatter_placement_nd(
-        spec.input_spatial, spec.output_spatial, spec.kernel, spec.stride, spec.padding, spec.dilation
-    )
+    places = [geometry.scatter_placement(i, o, k, s, p, d)
+              for (i, k, s, p, d), o in zip(spec.per_dim(), spec.output_spatial)]
     if any(p.last == p.first for p in places):
         return gradients.zeros_like_input(spec, grad_output)
 

@@ -76,10 +76,7 @@ def _phase_contraction(
 def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
     r, groups = spec.spatial_rank, spec.groups
     c_in, f_out = spec.in_channels // groups, spec.out_channels // groups
-    per_dim = [
-        geometry.grad_input_phases(i, k, s, p, d)
-        for i, k, s, p, d in zip(spec.input_spatial, spec.kernel, spec.stride, spec.padding, spec.dilation)
-    ]
+    per_dim = [geometry.grad_input_phases(*dim) for dim in spec.per_dim()]
     dy = lb.expand_dim(grad_output, 1, (groups, f_out))
     w = lb.expand_dim(weight, 0, (groups, f_out))
     batch = lb.sizes_of(grad_output)[0]
@@ -142,10 +139,7 @@ def grad_input_subpixel(spec: ConvBackwardSpec, grad_output: ir.Value, weight: i
     per dim, so that a reshape interleaves the phases (depth-to-space)."""
     r, groups = spec.spatial_rank, spec.groups
     c_in, f_out = spec.in_channels // groups, spec.out_channels // groups
-    forms = [
-        geometry.subpixel_form(i, k, s, p, d)
-        for i, k, s, p, d in zip(spec.input_spatial, spec.kernel, spec.stride, spec.padding, spec.dilation)
-    ]
+    forms = [geometry.subpixel_form(*dim) for dim in spec.per_dim()]
     dy = lb.expand_dim(grad_output, 1, (groups, f_out))
     taps = _tap_table(lb.expand_dim(weight, 0, (groups, f_out)), [f.tap_base for f in forms],
                       [f.tap_step for f in forms], [f.window for f in forms], spec.kernel)
