@@ -41,6 +41,8 @@ register(case((2, 2, 17, 17), 3, (6, 6), stride=(3, 3), padding=(2, 2)))
 register(case((2, 3, 7, 9), 4, (3, 3), stride=(2, 2), padding=(4, 3)))
 register(case((1, 2, 1), 2, (1,), stride=(2,), padding=(1,), note="every read is padding: grad_input is 0"))
 register(case((2, 2, 1, 4), 3, (1, 2), stride=(5, 1), padding=(2, 0), note="every read below zero in H"))
+register(case((3, 3, 5, 4), 6, (2, 3), stride=(2, 3), padding=(2, 1), dilation=(1, 2), groups=3,
+              note="a phase whose dy window lies past grad_output's end (W out is 1): its reads are all padding"))
 register(case((3, 6, 7, 6), 2, (4, 4), stride=(2, 3), padding=(2, 0), groups=2,
               note="input longer than the reads and a unit output dim (IREE folds it)"))
 

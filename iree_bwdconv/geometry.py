@@ -175,6 +175,12 @@ class Phase:
         """Kernel taps in the order the contraction reads them (reversed)."""
         return tuple(self.first_tap + (self.taps - 1 - j) * self.tap_step for j in range(self.taps))
 
+    def reads_dy(self, output_size: int) -> bool:
+        """Whether the phase's dy window overlaps dy at all (of length
+        `output_size`); if not, every product reads padding and the phase's
+        positions are zero, like an empty phase's."""
+        return not self.is_empty and self.dy_start < output_size and self.dy_start + self.dy_length > 0
+
     @property
     def dy_length(self) -> int:
         """Elements of dy (from dy_start, zero outside dy) the phase reads."""

@@ -86,8 +86,8 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
     dtype = lb.element_type(spec.dtype)
     dx = lb.zeros([batch, groups, c_in, *spec.input_spatial], dtype)
     for phases in itertools.product(*per_dim):
-        if any(ph.is_empty for ph in phases):
-            continue
+        if not all(ph.reads_dy(o) for ph, o in zip(phases, spec.output_spatial)):
+            continue  # an empty phase, or one whose every read is padding
         result = lb.convert(_phase_contraction(spec, dy, w, phases), dtype)
         offsets = [0, 0, 0] + [ph.first_q * s + ph.residue - p for ph, s, p in zip(phases, spec.stride, spec.padding)]
         dx = lb.insert_strided(result, dx, offsets, [1, 1, 1, *spec.stride])
@@ -140,6 +140,8 @@ def grad_input_subpixel(spec: ConvBackwardSpec, grad_output: ir.Value, weight: i
     r, groups = spec.spatial_rank, spec.groups
     c_in, f_out = spec.in_channels // groups, spec.out_channels // groups
     forms = [geometry.subpixel_form(*dim) for dim in spec.per_dim()]
+    if any(f.dy_start >= o or f.dy_start + f.rows + f.window - 1 <= 0 for f, o in zip(forms, spec.output_spatial)):
+        return gradients.zeros_like_input(spec, grad_output)  # every read is padding
     dy = lb.expand_dim(grad_output, 1, (groups, f_out))
     taps = _tap_table(lb.expand_dim(weight, 0, (groups, f_out)), [f.tap_base for f in forms],
                       [f.tap_step for f in forms], [f.window for f in forms], spec.kernel)

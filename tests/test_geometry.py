@@ -144,6 +144,8 @@ def test_phases_compute_grad_input_exactly(k, s, d, p, n):
                          for j, tap in enumerate(ph.tap_indices))
         if ph.taps == 0:  # an empty phase: no tap reaches its positions at all
             assert all((t * d - ph.residue) % s for t in range(k))
+        if not ph.reads_dy(o_size):  # skipped by the pattern: must be all zeros
+            assert all(got[(ph.first_q + m) * s + ph.residue - p] == 0 for m in range(ph.count))
     assert got == expected
     grid = geometry.phase_grid_length(n, s, p)
     assert grid * s >= n + p and (grid - 1) * s < n + p
