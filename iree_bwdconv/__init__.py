@@ -19,6 +19,7 @@ __all__ = [
     "lower",
 ]
 
+from .dynamo import backend  # noqa: E402
 from .functional import compile, convolution_backward  # noqa: E402
 
-__all__ += ["compile", "convolution_backward"]
+__all__ += ["backend", "compile", "convolution_backward"]

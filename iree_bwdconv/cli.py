@@ -1,4 +1,4 @@
-"""The `iree-bwdconv` command: lower, compile, opt (patterns only), demo."""
+"""The `iree-bwdconv` command: train, lower, compile, opt (patterns only), demo."""
 
 from __future__ import annotations
 
@@ -78,9 +78,69 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return demo.main(args.target)
 
 
+def cmd_train(args: argparse.Namespace) -> int:
+    """Train through torch.compile with our backend beside eager; exit 1 if they diverge."""
+    from tqdm import tqdm
+
+    from . import training
+    from .dynamo import Backend
+
+    backend = Backend(device=args.device, cache_dir=args.cache_dir, cache=not args.no_cache)
+
+    def show(step: int, ours: float, eager: float) -> None:
+        tqdm.write(f"step {step:4d}  loss iree-bwdconv {ours:.6f}  eager {eager:.6f}  diff {abs(ours - eager):.2e}")
+
+    report = training.side_by_side(args.model, args.steps, args.batch_size, backend, args.image_size,
+                                   args.seed, on_step=show)
+    stats = backend.stats
+    loss_diff = report.max_loss_diff()
+    param_diff = report.max_param_diff / max(report.max_param, 1.0)
+    print(f"max abs parameter difference: {report.max_param_diff:.3e} (largest parameter {report.max_param:.3g})")
+    print(f"time per step: iree-bwdconv {1e3 * report.steady_s(0):.1f} ms, eager {1e3 * report.steady_s(1):.1f} ms"
+          " (median after the first step)")
+    print(f"compile time: {report.compile_s:.1f} s in the first step ({stats.graphs} graphs; import + lowering "
+          f"{stats.import_s + stats.lowering_s:.2f} s, iree-compile {stats.iree_compile_s:.2f} s, "
+          f"{stats.cache_hits} from the cache)")
+    for what in stats.fallbacks:
+        print(f"ran eagerly: {what}")
+    print(f"first step, same weights: largest gradient difference {report.first_grad_diff:.2e} of the largest gradient")
+    failures = []
+    if report.first_grad_diff > args.grad_tolerance:
+        failures.append(f"first-step gradients differ by {report.first_grad_diff:.2e} (tolerance {args.grad_tolerance:g})")
+    if loss_diff > args.tolerance or param_diff > args.tolerance:
+        failures.append(f"the runs drifted apart: loss {loss_diff:.2e}, parameters {param_diff:.2e} "
+                        f"(relative; tolerance {args.tolerance:g})")
+    for failure in failures:
+        print(f"DIVERGED: {failure}", file=sys.stderr)
+    if not failures:
+        print(f"ok: first-step gradients within {args.grad_tolerance:g}, losses and parameters within "
+              f"{args.tolerance:g} of eager (relative)")
+    return 1 if failures else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="iree-bwdconv", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+
+    from .models import MODELS
+
+    train = sub.add_parser("train", help="train a CNN through torch.compile with our backend, beside eager")
+    train.add_argument("--model", choices=tuple(MODELS), default="demo")
+    train.add_argument("--steps", type=int, default=20)
+    train.add_argument("--batch-size", type=int, default=16)
+    train.add_argument("--image-size", type=int, default=32)
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--device", choices=("cpu", "cuda", "hip"), default="cpu")
+    train.add_argument("--grad-tolerance", type=float, default=1e-4,
+                       help="largest difference of the first step's gradients from eager's, relative to the "
+                            "largest gradient (default 1e-4)")
+    train.add_argument("--tolerance", type=float, default=5e-2,
+                       help="largest relative difference of any step's loss, or of the final parameters, from "
+                            "eager (default 5e-2: rounding differences grow as ReLUs near zero flip, by about "
+                            "2e-2 in 20 steps of eager against itself; docs/training.md)")
+    train.add_argument("--cache-dir", help="compile cache folder (default: $IREE_BWDCONV_CACHE_DIR or ~/.cache/iree-bwdconv)")
+    train.add_argument("--no-cache", action="store_true", help="compile every graph afresh")
+    train.set_defaults(run=cmd_train)
 
     opt = sub.add_parser("opt", help="run only our rewrite patterns on torch backend IR")
     opt.add_argument("input", help="a .mlir file, or - for stdin")

@@ -117,6 +117,11 @@ def _lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]], form
     return lower(ConvolutionBackward(spec, bias_sizes), *examples, dynamic_shapes=dynamic_shapes)
 
 
+def clear_cache() -> None:
+    with _cache_lock:
+        _cache.clear()
+
+
 def compiled_module(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]], target: str) -> LoadedModule:
     """The loaded module for `spec` on `target`, compiled on first use."""
     key = (spec, bias_sizes, target, _form())

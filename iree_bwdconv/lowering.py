@@ -37,7 +37,8 @@ def new_context() -> ir.Context:
     return context
 
 
-def _decompositions() -> dict:
+def decompositions() -> dict:
+    """torch-mlir's decomposition table, convolution_backward kept whole."""
     table = dict(get_decomposition_table())
     table.pop(torch.ops.aten.convolution_backward.default, None)
     return table
@@ -50,7 +51,7 @@ def import_module(module: torch.nn.Module, *example_args: Any, dynamic_shapes: O
         *example_args,
         output_type="raw",
         dynamic_shapes=dynamic_shapes,
-        decomposition_table=_decompositions(),
+        decomposition_table=decompositions(),
     )
     pipeline.load_torch_conversion_dialect(imported.context)
     return imported

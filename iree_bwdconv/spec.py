@@ -222,8 +222,14 @@ def make_spec(
             list(grad_output_shape),
             f"spatial sizes must be {list(expected_out)}, the convolution's output sizes",
         )
-    if bias_sizes is not None and list(bias_sizes) != [out_channels]:
-        raise InvalidArgumentError("bias_sizes", list(bias_sizes), f"expected [{out_channels}] or None")
+    # Autograd's formula passes [0] for a convolution without bias, and then
+    # never asks for grad_bias.
+    no_bias = bias_sizes is not None and list(bias_sizes) == [0] and not mask[2]
+    if bias_sizes is not None and not no_bias and list(bias_sizes) != [out_channels]:
+        raise InvalidArgumentError(
+            "bias_sizes", list(bias_sizes),
+            f"expected [{out_channels}] or None ([0] only when grad_bias is not asked for)",
+        )
 
     return ConvBackwardSpec(
         grad_output_shape=tuple(grad_output_shape),

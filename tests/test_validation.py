@@ -41,6 +41,7 @@ def call(args=None, **overrides):
     (dict(groups=0), "groups", 0),
     (dict(output_padding=[1, 1]), "output_padding", [1, 1]),
     (dict(bias_sizes=[5]), "bias_sizes", [5]),
+    (dict(bias_sizes=[0]), "bias_sizes", [0]),  # [0] means "no bias": only without grad_bias
     (dict(output_mask=[True, True]), "output_mask", [True, True]),
 ])
 def test_bad_arguments_are_named(overrides, argument, value):

@@ -1,0 +1,129 @@
+"""The `torch.compile` backend: `torch.compile(model, backend="iree_bwdconv")`.
+
+aot_autograd splits each dynamo graph into a forward and a backward aten
+graph (convolution_backward kept, not decomposed); each goes through
+`graph_compiler` to IREE. A graph that cannot be lowered or compiled is
+logged with the reason and runs eagerly, or raises with fallback="raise".
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Optional, Sequence
+
+import torch
+from torch._dynamo.backends.common import aot_autograd
+from torch._functorch.aot_autograd import make_boxed_func
+
+from . import lowering, pipeline
+from .compile_cache import CompileCache
+from .errors import BwdConvError, InvalidArgumentError, PipelineError
+from .graph_compiler import CompiledGraph, CompileStats, SpecializingGraph, has_symbolic_shapes
+
+log = logging.getLogger("iree_bwdconv")
+
+# The IREE device each torch.compile device name runs on, and the compile
+# target it defaults to.
+DEVICE_TARGETS = {"cpu": "cpu", "cuda": "cuda", "hip": "gfx942"}
+FALLBACKS = ("eager", "raise")
+
+
+class GraphLoweringError(BwdConvError):
+    """A graph could not go through the lowering or iree-compile, and the
+    backend was told to raise rather than run it eagerly."""
+
+
+def _describe(gm: torch.fx.GraphModule) -> str:
+    ops = [n for n in gm.graph.nodes if n.op == "call_function"]
+    return f"{len(ops)} ops"
+
+
+def _reason(err: Exception) -> str:
+    """One line: the first error a pipeline reported and where its IR is, or the message."""
+    if isinstance(err, PipelineError):
+        lines = [line.strip() for line in err.diagnostics.splitlines() if line.strip()]
+        first = next((line for line in lines if "error:" in line), lines[0] if lines else "")
+        return f"{err.stage} failed: {first[:300]} (IR saved to {err.repro_path}; reproduce with: {err.command})"
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return f"{type(err).__name__}: {'; '.join(lines[:4]) or 'no message'}"
+
+
+class Backend:
+    """A configured backend: `torch.compile(model, backend=iree_bwdconv.backend(device="cuda"))`.
+
+    device: "cpu" (llvm-cpu, local-task; the default), "cuda" or "hip".
+    target: iree-compile target, "cpu", "cuda" (sm_80) or "gfx942"; defaults from device.
+    fallback: "eager" runs a graph we cannot lower eagerly (logged); "raise" raises.
+    cache_dir: where compiled modules are kept (compile_cache.default_dir() if None);
+    cache=False compiles every graph afresh.
+    """
+
+    def __init__(
+        self,
+        device: str = "cpu",
+        target: Optional[str] = None,
+        fallback: str = "eager",
+        cache_dir: Optional[str] = None,
+        cache: bool = True,
+    ) -> None:
+        if device not in DEVICE_TARGETS:
+            raise InvalidArgumentError("device", device, f"expected one of {', '.join(DEVICE_TARGETS)}")
+        target = target or DEVICE_TARGETS[device]
+        if target not in pipeline.TARGET_FLAGS or (device == "cpu") != (target == "cpu"):
+            raise InvalidArgumentError("target", target, f"not a compile target for device {device!r}")
+        if fallback not in FALLBACKS:
+            raise InvalidArgumentError("fallback", fallback, f"expected one of {', '.join(FALLBACKS)}")
+        self.device, self.target, self.fallback = device, target, fallback
+        self.cache = CompileCache(cache_dir) if cache else None
+        self.stats = CompileStats()
+        self.__name__ = "iree_bwdconv"  # dynamo names backends in its logs
+        self._aot = aot_autograd(
+            fw_compiler=self._compile,
+            bw_compiler=self._compile,
+            decompositions=lowering.decompositions(),
+        )
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Callable:
+        return self._aot(gm, example_inputs, **kwargs)
+
+    def _compile(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+        if has_symbolic_shapes(gm, example_inputs):
+            return SpecializingGraph(gm, self._compile_static)
+        return self._compile_static(gm, example_inputs)
+
+    def _compile_static(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+        try:
+            return CompiledGraph(gm, self.target, self.cache, self.stats)
+        except Exception as err:  # noqa: BLE001 - any failure of the lowering means: not this graph
+            what = f"graph of {_describe(gm)} ({_reason(err)})"
+            if self.fallback == "raise":
+                raise GraphLoweringError(f"iree-bwdconv cannot compile a {what}") from err
+            log.warning("iree-bwdconv: cannot compile a %s; running that graph eagerly", what)
+            self.stats.fallbacks.append(what)
+            return make_boxed_func(gm.forward)
+
+
+def backend(
+    device: str = "cpu",
+    target: Optional[str] = None,
+    fallback: str = "eager",
+    cache_dir: Optional[str] = None,
+    cache: bool = True,
+) -> Backend:
+    """A configured `torch.compile` backend (see `Backend`)."""
+    return Backend(device=device, target=target, fallback=fallback, cache_dir=cache_dir, cache=cache)
+
+
+def iree_bwdconv(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Callable:
+    """The backend registered as "iree_bwdconv": CPU, eager fallback, default cache."""
+    return _default_backend()(gm, example_inputs, **kwargs)
+
+
+_DEFAULT: Optional[Backend] = None
+
+
+def _default_backend() -> Backend:
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = Backend()
+    return _DEFAULT

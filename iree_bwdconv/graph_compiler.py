@@ -1,0 +1,198 @@
+"""One aten-level FX graph (a forward or backward graph from aot_autograd)
+through our lowering, iree-compile and the IREE runtime.
+
+The IREE function takes only the graph's tensor inputs and returns only the
+tensors it computes: outputs that are None, plain numbers or graph inputs
+passed straight through are put back in Python, at no cost.
+
+A graph with symbolic shapes (a batch size that changed, so dynamo made the
+dim dynamic) is specialized: each concrete signature is retraced with
+static shapes and compiled once.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence
+
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch_mlir import fx as torch_mlir_fx
+
+import iree_bwdconv.patterns.convolution_backward_phases as phases_pattern
+
+from . import lowering, pipeline
+from .compile_cache import CompileCache, cache_key
+from .runtime import LoadedModule
+
+
+def grad_input_form() -> str:
+    """The grad_input form our patterns will emit: part of every cache key."""
+    return os.environ.get(phases_pattern.FORM_VARIABLE, "auto")
+
+
+@dataclass
+class CompileStats:
+    """Seconds spent per stage, summed over every graph this backend compiled."""
+
+    graphs: int = 0
+    import_s: float = 0.0
+    lowering_s: float = 0.0
+    iree_compile_s: float = 0.0
+    load_s: float = 0.0
+    cache_hits: int = 0
+    fallbacks: list[str] = field(default_factory=list)
+
+    @property
+    def total_s(self) -> float:
+        return self.import_s + self.lowering_s + self.iree_compile_s + self.load_s
+
+
+@dataclass(frozen=True)
+class OutputSlot:
+    """Where output i of the graph comes from: "result" (the IREE function's
+    result `index`), "input" (graph input `index`) or "constant" (`value`)."""
+
+    kind: str
+    index: int = -1
+    value: Any = None
+
+
+def is_symbolic(value: Any) -> bool:
+    if isinstance(value, torch.SymInt):
+        return True
+    if isinstance(value, torch.Tensor):
+        return any(isinstance(s, torch.SymInt) for s in (*value.shape, *value.stride()))
+    return False
+
+
+def placeholder_values(gm: torch.fx.GraphModule) -> list[Any]:
+    return [node.meta.get("val") for node in gm.graph.nodes if node.op == "placeholder"]
+
+
+def has_symbolic_shapes(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> bool:
+    return any(is_symbolic(v) for v in (*placeholder_values(gm), *example_inputs))
+
+
+def split_outputs(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, list[int], list[OutputSlot]]:
+    """A copy of `gm` whose inputs are its used tensor placeholders and whose
+    outputs are only the tensors it computes; the indices of the kept inputs;
+    and how to rebuild the original outputs."""
+    gm = copy.deepcopy(gm)
+    graph = gm.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    position = {node: i for i, node in enumerate(placeholders)}
+    output = next(n for n in graph.nodes if n.op == "output")
+    slots: list[OutputSlot] = []
+    computed: list[torch.fx.Node] = []
+    for value in output.args[0]:
+        if isinstance(value, torch.fx.Node) and value in position:
+            slots.append(OutputSlot("input", position[value]))
+        elif isinstance(value, torch.fx.Node) and isinstance(value.meta.get("val"), torch.Tensor):
+            if value not in computed:
+                computed.append(value)
+            slots.append(OutputSlot("result", computed.index(value)))
+        elif isinstance(value, torch.fx.Node):
+            raise NotImplementedError(f"graph output {value.name} is not a tensor ({value.meta.get('val')!r})")
+        else:
+            slots.append(OutputSlot("constant", value=value))
+    output.args = (tuple(computed),)
+    kept = []
+    for node in placeholders:
+        if node.users:
+            if not isinstance(node.meta.get("val"), torch.Tensor):
+                raise NotImplementedError(f"graph input {node.name} is a {type(node.meta.get('val')).__name__}, not a tensor")
+            kept.append(position[node])
+        else:
+            graph.erase_node(node)
+    graph.lint()
+    gm.recompile()
+    return gm, kept, slots
+
+
+class CompiledGraph:
+    """A static-shaped graph compiled for one target; called with the
+    graph's flat list of inputs (aot_autograd's boxed convention)."""
+
+    def __init__(self, gm: torch.fx.GraphModule, target: str, cache: Optional[CompileCache], stats: CompileStats) -> None:
+        # An instance attribute: dynamo's wrappers copy __dict__, not class attributes.
+        self._boxed_call = True
+        import_gm, self._inputs, self._slots = split_outputs(gm)
+        self._module: Optional[LoadedModule] = None
+        if not any(slot.kind == "result" for slot in self._slots):
+            return  # nothing to compute: every output is an input or a constant
+        started = time.perf_counter()
+        raw = torch_mlir_fx.stateless_fx_import(import_gm, output_type="raw")
+        pipeline.load_torch_conversion_dialect(raw.context)
+        graph_ir = str(raw)
+        imported = time.perf_counter()
+        stats.import_s += imported - started
+        timings = {}
+
+        def compile_vmfb() -> bytes:
+            begin = time.perf_counter()
+            linalg = lowering.lower_torch(raw, "linalg")
+            lowered = time.perf_counter()
+            vmfb = pipeline.iree_compile(linalg, target)
+            timings.update(lowering=lowered - begin, iree_compile=time.perf_counter() - lowered)
+            return vmfb
+
+        flags = pipeline.TARGET_FLAGS[target]
+        if cache is None:
+            vmfb = compile_vmfb()
+        else:
+            vmfb = cache.get_or_compile(cache_key(graph_ir, flags, (grad_input_form(),)), compile_vmfb)
+            stats.cache_hits += 0 if timings else 1
+        stats.lowering_s += timings.get("lowering", 0.0)
+        stats.iree_compile_s += timings.get("iree_compile", 0.0)
+        loading = time.perf_counter()
+        self._module = LoadedModule(vmfb, target)
+        stats.load_s += time.perf_counter() - loading
+        stats.graphs += 1
+
+    def __call__(self, args: list[Any]) -> list[Any]:
+        results: Sequence[torch.Tensor] = ()
+        if self._module is not None:
+            results = self._module(*(args[i] for i in self._inputs))
+        outputs = []
+        for slot in self._slots:
+            if slot.kind == "result":
+                outputs.append(results[slot.index])
+            elif slot.kind == "input":
+                outputs.append(args[slot.index])
+            else:
+                outputs.append(slot.value)
+        args.clear()  # boxed convention: the callee frees its inputs
+        return outputs
+
+
+def signature(args: Sequence[Any]) -> tuple:
+    return tuple(
+        (tuple(a.shape), tuple(a.stride()), a.dtype, a.device.type) if isinstance(a, torch.Tensor) else (type(a), a)
+        for a in args
+    )
+
+
+def specialize(gm: torch.fx.GraphModule, args: Sequence[Any]) -> torch.fx.GraphModule:
+    """Retrace `gm` on `args`' concrete shapes: symbolic sizes become numbers."""
+    return make_fx(gm, tracing_mode="fake", _allow_non_fake_inputs=True)(*args)
+
+
+class SpecializingGraph:
+    """A graph with symbolic shapes, compiled once per concrete signature by `build`."""
+
+    def __init__(self, gm: torch.fx.GraphModule, build: Callable[[torch.fx.GraphModule, list[Any]], Callable]) -> None:
+        self._boxed_call = True
+        self._gm = gm
+        self._build = build
+        self._compiled: dict[tuple, Callable] = {}
+
+    def __call__(self, args: list[Any]) -> list[Any]:
+        key = signature(args)
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            compiled = self._compiled[key] = self._build(specialize(self._gm, args), list(args))
+        return compiled(args)
