@@ -64,3 +64,21 @@ def test_errors_are_one_line_messages_not_tracebacks(tmp_path):
     proc = cli("compile", str(bad), "--target", "cuda")
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr and "Reproduce with:" in proc.stderr
+
+
+def test_train_beside_eager(tmp_path):
+    proc = cli("train", "--steps", "3", "--batch-size", "4", "--image-size", "16", "--cache-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    steps = [line for line in proc.stderr.splitlines() + proc.stdout.splitlines() if "loss iree-bwdconv" in line]
+    assert len(steps) == 3
+    for line in ("max abs parameter difference", "time per step", "compile time", "ok: "):
+        assert line in proc.stdout
+    assert "ran eagerly" not in proc.stdout  # every graph went through IREE
+
+
+def test_train_exits_nonzero_past_the_tolerance(tmp_path):
+    # First-step gradients agree to rounding, not bit for bit: a zero tolerance must fail.
+    proc = cli("train", "--steps", "1", "--batch-size", "4", "--image-size", "16", "--grad-tolerance", "0",
+               "--cache-dir", str(tmp_path))
+    assert proc.returncode == 1
+    assert "DIVERGED: first-step gradients differ" in proc.stderr

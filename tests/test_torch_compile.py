@@ -232,3 +232,31 @@ def test_cpu_inputs_cross_without_a_copy():
     assert isinstance(view, ireert.HalBufferView)  # imported by DLPack, not copied through numpy
     x.add_(1)  # after the import: IREE must read the tensor's own memory to see this
     assert torch.equal(module._result(module._function(view)), x * 2)
+
+
+@pytest.mark.parametrize("target, executable_format", [("gfx942", b"rocm-hsaco-fb"), ("cuda", b"cuda-nvptx-fb")])
+def test_training_graphs_compile_for_gpu_targets(target, executable_format):
+    """The demo model's forward and backward graphs compile for the GPU
+    targets (run there by device="hip" / "cuda"; this machine has neither)."""
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    from iree_bwdconv import lowering
+    from iree_bwdconv.graph_compiler import CompiledGraph, CompileStats
+    from iree_bwdconv.models import DemoCNN, SyntheticImages
+
+    graphs = []
+
+    def record(gm, example_inputs):
+        graphs.append(gm)
+        return make_boxed_func(gm.forward)
+
+    recorder = aot_autograd(fw_compiler=record, bw_compiler=record, decompositions=lowering.decompositions())
+    images, labels = SyntheticImages(size=16).batch(2)
+    nn.functional.cross_entropy(torch.compile(DemoCNN(width=8), backend=recorder)(images), labels).backward()
+    assert len(graphs) == 2
+    backward_ops = {str(n.target) for n in graphs[1].graph.nodes if n.op == "call_function"}
+    assert "aten.convolution_backward.default" in backward_ops
+    for gm in graphs:
+        compiled = CompiledGraph(gm, target, None, CompileStats())
+        assert compiled.vmfb and executable_format in compiled.vmfb
