@@ -1,8 +1,9 @@
 """A disk cache of compiled .vmfb files.
 
 Entries are keyed by the imported graph (its torch-dialect IR, constants
-included), the iree-compile flags and the versions of the whole stack, so a
-new torch, torch-mlir, IREE or iree-bwdconv never reuses an old entry. Each
+included), the iree-compile flags and the versions of the whole stack, and a
+digest of this package's code, so a new torch, torch-mlir, IREE or
+iree-bwdconv (or an edited checkout) never reuses an old entry. Each
 file carries a digest of its payload: a truncated, corrupted or foreign file
 is reported, removed and recompiled, never loaded. Writes go to a temporary
 file in the same folder and are renamed into place, so concurrent processes
@@ -14,7 +15,9 @@ else $XDG_CACHE_HOME/iree-bwdconv (~/.cache/iree-bwdconv).
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib
 import logging
 import os
 import tempfile
@@ -38,8 +41,20 @@ def default_dir() -> Path:
     return Path(base) / "iree-bwdconv"
 
 
+@functools.cache
+def lowering_digest() -> str:
+    """A digest of this package's own code: an edited pattern (a development
+    checkout keeps its version number) must not reuse old modules."""
+    digest = hashlib.sha256()
+    root = Path(__file__).parent
+    patterns_dir = Path(importlib.import_module("iree_bwdconv.patterns").__file__).parent
+    for path in sorted([*root.glob("*.py"), *patterns_dir.glob("*.py")]):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def stack_versions() -> tuple[str, ...]:
-    versions = []
+    versions = [f"iree-bwdconv-code=={lowering_digest()}"]
     for name in _STACK:
         try:
             versions.append(f"{name}=={metadata.version(name)}")
