@@ -1,5 +1,5 @@
 """This CPU (llvm-cpu, 2 threads): ours vs upstream (IREE's own torch input)
-vs torch eager, on scaled-down shapes, f32, grad_input only and all three
+vs torch eager, on scaled-down shapes and a ResNet-50 sample, f32, grad_input only and all three
 gradients. Each shape's three are timed in one run, interleaved.
 
     ./dev python -m benchmarks.cpu
@@ -29,8 +29,14 @@ SHAPES = (
     Shape("5x5 s2 n2 c32 k64 40x88 (001, scaled)", 2, 32, 64, (40, 88), 5, 2, 1, dtype="f32"),
     Shape("3x3 s2 g32 n2 c64 k64 50x50 (003, scaled)", 2, 64, 64, (50, 50), 3, 2, 1, groups=32, dtype="f32"),
     Shape("3x3 s1 n2 c64 k64 56x56 (control)", 2, 64, 64, (56, 56), 3, 1, 1, dtype="f32"),
+    # A ResNet-50 sample at a small batch.
+    Shape("R50 3x3 s1 n2 c128 k128 28x28", 2, 128, 128, (28, 28), 3, 1, 1, dtype="f32"),
+    Shape("R50 3x3 s1 n2 c256 k256 14x14", 2, 256, 256, (14, 14), 3, 1, 1, dtype="f32"),
+    Shape("R50 1x1 s1 n2 c256 k64 56x56", 2, 256, 64, (56, 56), 1, 1, 0, dtype="f32"),
+    Shape("R50 1x1 s2 n2 c256 k512 56x56 (projection)", 2, 256, 512, (56, 56), 1, 2, 0, dtype="f32"),
+    Shape("R50 7x7 s2 n1 c3 k64 224x224 (stem)", 1, 3, 64, (224, 224), 7, 2, 3, dtype="f32"),
 )
-ROUNDS = 5
+ROUNDS = 3
 
 
 def iree_ms(vmfb: Path, shape: Shape) -> float:

@@ -47,7 +47,7 @@ def _variants(shape: Shape, mask) -> dict[str, tuple[str, tuple[str, ...]]]:
         forms += ["per-phase", "sub-pixel"]
     for form in forms:
         os.environ[FORM_VARIABLE] = form
-        text = lowering.lower_torch(lowering.parse_torch_mlir(raw))
+        text = lowering.lower_torch(lowering.parse_torch_mlir(raw), target="cuda")
         out[f"ours-{form}"] = (text, ())
         out[f"ours-{form}+fusepad"] = (text, (FUSE_PADDING,))
     os.environ.pop(FORM_VARIABLE, None)
@@ -72,7 +72,7 @@ def prepare(folder: Path) -> None:
             m = shape.n * shape.out_hw[0] * shape.out_hw[1]
             a, b = torch.zeros(m, shape.k, dtype=shape.torch_dtype), torch.zeros(shape.k, shape.c, dtype=shape.torch_dtype)
             name = f"s{index}-grad_input-iree-matmul.vmfb"
-            (folder / name).write_bytes(pipeline.iree_compile(lowering.lower(MatMul(), a, b), "cuda"))
+            (folder / name).write_bytes(pipeline.iree_compile(lowering.lower(MatMul(), a, b, target="cuda"), "cuda"))
             manifest.append(dict(shape=shape.name, mask="grad_input", variant="iree-matmul", vmfb=name,
                                  inputs=[f"{m}x{shape.k}x{shape.dtype}", f"{shape.k}x{shape.c}x{shape.dtype}"]))
         eager = dict(n=shape.n, c=shape.c, k=shape.k, hw=shape.hw, kernel=shape.kernel, stride=shape.stride,

@@ -37,8 +37,8 @@ def raw_torch(shape: Shape, mask: tuple[bool, bool, bool]) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def ours(shape: Shape, mask: tuple[bool, bool, bool]) -> str:
-    return lowering.lower_torch(lowering.parse_torch_mlir(raw_torch(shape, mask)))
+def ours(shape: Shape, mask: tuple[bool, bool, bool], target: str = "cpu") -> str:
+    return lowering.lower_torch(lowering.parse_torch_mlir(raw_torch(shape, mask)), target=target)
 
 
 UPSTREAM_FLAGS = ("--iree-input-type=torch",)

@@ -21,7 +21,7 @@ from .shapes import SHAPES, Shape
 
 def row(shape: Shape, mask: tuple[bool, bool, bool]) -> str:
     useful = shape.useful_macs * sum(mask[:2])  # grad_input and grad_weight each do the forward's work
-    ours = modules.ours(shape, mask)
+    ours = modules.ours(shape, mask, target="gfx942")
     linalg_macs, _ = ir_stats.contraction_macs(ours)
     ours_flow = ir_stats.flow_stats(pipeline.iree_compile_to(ours, "gfx942", "flow"))
     try:

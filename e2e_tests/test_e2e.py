@@ -38,7 +38,7 @@ def test_matches_eager_float64(name: str) -> None:
 @pytest.mark.parametrize("name", list(_params()))
 def test_compiles_for_target(name: str, target: str) -> None:
     case = CASES[name]
-    vmfb = functional.compile(functional.lowered(spec_of(case), case.bias_sizes), target)
+    vmfb = functional.compile(functional.lowered(spec_of(case), case.bias_sizes, target), target)
     embedded = zipfile.ZipFile(io.BytesIO(vmfb)).namelist()
     assert "module.fb" in embedded
     assert any(EXECUTABLE_FORMATS[target] in name for name in embedded), embedded
@@ -55,6 +55,5 @@ def test_both_grad_input_forms_match_eager(name: str, form: str, monkeypatch) ->
     monkeypatch.setenv(functional.GRAD_INPUT_FORM_VARIABLE, form)
     case = CASES[name]
     run_and_compare(case)
-    mlir = functional.lowered(spec_of(case), case.bias_sizes)
     for target in EXECUTABLE_FORMATS:
-        functional.compile(mlir, target)
+        functional.compile(functional.lowered(spec_of(case), case.bias_sizes, target), target)

@@ -8,7 +8,7 @@ import warnings
 from pathlib import Path
 from typing import Optional, Sequence
 
-from . import lowering, pipeline
+from . import lowering, pipeline, targets
 from .errors import BwdConvError, InvalidArgumentError
 
 SPLIT_MARKER = "// -----"
@@ -49,7 +49,8 @@ def cmd_opt(args: argparse.Namespace) -> int:
     outputs = []
     for chunk in _chunks(_read(args.input), args.split_input_file):
         module = lowering.parse_torch_mlir(chunk)
-        mismatches = lowering.patterns.apply_patterns(module, selected)
+        with targets.lowering_for(args.target):
+            mismatches = lowering.patterns.apply_patterns(module, selected)
         for reason in mismatches.reasons:
             print(f"note: {reason}", file=sys.stderr)
         outputs.append(str(module))
@@ -60,7 +61,7 @@ def cmd_opt(args: argparse.Namespace) -> int:
 def cmd_lower(args: argparse.Namespace) -> int:
     """Raw torch-dialect IR (as torch_mlir.fx imports it) -> backend IR."""
     module = lowering.parse_torch_mlir(_read(args.input))
-    _write(lowering.lower_torch(module, args.backend), args.output)
+    _write(lowering.lower_torch(module, args.backend, args.target), args.output)
     return 0
 
 
@@ -147,6 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("-o", "--output")
     opt.add_argument("--pattern", action="append", metavar="NAME",
                      help="run only this registered pattern (repeatable; default: all)")
+    opt.add_argument("--target", choices=targets.TARGETS, default="cpu",
+                     help="the IREE target the forms are chosen for (default cpu)")
     opt.add_argument("--split-input-file", action="store_true",
                      help=f"treat '{SPLIT_MARKER}' lines as separators between modules")
     opt.set_defaults(run=cmd_opt)
@@ -155,6 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
     lower.add_argument("input")
     lower.add_argument("-o", "--output")
     lower.add_argument("--backend", choices=lowering.BACKENDS, default="linalg")
+    lower.add_argument("--target", choices=tuple(pipeline.TARGET_FLAGS), default="cpu",
+                       help="the IREE target the linalg forms are chosen for (default cpu)")
     lower.set_defaults(run=cmd_lower)
 
     comp = sub.add_parser("compile", help="linalg .mlir to a .vmfb for a target")

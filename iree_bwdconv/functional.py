@@ -96,13 +96,13 @@ def _form() -> str:
     return os.environ.get(GRAD_INPUT_FORM_VARIABLE, "auto")
 
 
-def lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]] = None) -> str:
-    """Linalg MLIR of the configuration, traced on zeros of its shapes."""
-    return _lowered(spec, bias_sizes, _form())
+def lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]] = None, target: str = "cpu") -> str:
+    """Linalg MLIR of the configuration for `target`, traced on zeros of its shapes."""
+    return _lowered(spec, bias_sizes, _form(), target)
 
 
 @functools.lru_cache(maxsize=256)
-def _lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]], form: str) -> str:
+def _lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]], form: str, target: str) -> str:
     dtype = _TORCH_DTYPES[spec.dtype]
     # torch.export specializes a size-1 dim, so a dynamic batch is traced at 2.
     batch = 2 if spec.dynamic_batch else None
@@ -114,7 +114,7 @@ def _lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]], form
     if spec.dynamic_batch:
         dim = torch.export.Dim("batch")
         dynamic_shapes = ({0: dim}, {0: dim}, None)
-    return lower(ConvolutionBackward(spec, bias_sizes), *examples, dynamic_shapes=dynamic_shapes)
+    return lower(ConvolutionBackward(spec, bias_sizes), *examples, dynamic_shapes=dynamic_shapes, target=target)
 
 
 def clear_cache() -> None:
@@ -129,7 +129,7 @@ def compiled_module(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]
         cached = _cache.get(key)
     if cached is not None:
         return cached
-    loaded = LoadedModule(compile(lowered(spec, bias_sizes), target), target)
+    loaded = LoadedModule(compile(lowered(spec, bias_sizes, target), target), target)
     with _cache_lock:
         return _cache.setdefault(key, loaded)
 

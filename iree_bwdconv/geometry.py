@@ -186,6 +186,14 @@ class Phase:
         """Elements of dy (from dy_start, zero outside dy) the phase reads."""
         return self.count + (self.taps - 1) * self.tap_dilation if self.taps else 0
 
+    def grid_window(self, rows: int) -> tuple[int, int]:
+        """(start, length) of the dy window (zero outside dy) that computes the
+        phase for every grid row q < rows (`phase_grid_length`), not only its
+        own `count` rows: row q reads `dy[start + q + j*tap_dilation]`. The
+        extra rows hold positions outside [0, I) or reading only padding
+        (zero), and are cropped or are right as they are."""
+        return self.dy_start - self.first_q, rows + (self.taps - 1) * self.tap_dilation
+
 
 def grad_input_phases(
     input_size: int, kernel: int, stride: int, padding: int, dilation: int

@@ -2,19 +2,21 @@
 rank-generic builder per gradient. Sizes and paddings come from `geometry`;
 the builders only turn them into IR.
 
-Channels are always split into an explicit group dim, so one code path
-serves grouped, depthwise and ungrouped convolutions (a unit group dim
-folds away). Loop dims are named as MLIR's opdsl names them: n (batch),
+The contractions take the shapes of `contraction_forms` (a named
+convolution's maps, or a matmul): an explicit group dim only where there
+are groups. Loop dims are named as MLIR's opdsl names them: n (batch),
 g (group), f (grad_output channel in group), c (input channel in group),
 o/i (output/input spatial), k (kernel taps).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Optional
 
 from torch_mlir import ir
 
+from . import contraction_forms as forms
 from . import geometry
 from . import linalg_builders as lb
 from . import torch_ir
@@ -23,16 +25,6 @@ from .linalg_builders import PARALLEL, REDUCTION
 from .spec import ConvBackwardSpec
 
 ACCUMULATOR = "f32"
-
-
-def _window(o: ir.AffineExpr, k: ir.AffineExpr, stride: int, dilation: int) -> ir.AffineExpr:
-    """Padded-source index `o*s + k*d` read by output o through tap k."""
-    return o * stride + k * dilation
-
-
-def _finish(acc: ir.Value, spec: ConvBackwardSpec, collapse_axis: int) -> ir.Value:
-    """Merge the group dim back into channels and round to the op's dtype."""
-    return lb.convert(lb.collapse_dims(acc, collapse_axis), lb.element_type(spec.dtype))
 
 
 def _batch(value: ir.Value) -> lb.Size:
@@ -50,11 +42,12 @@ def grad_bias(spec: ConvBackwardSpec, grad_output: ir.Value) -> ir.Value:
 
 
 def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value) -> ir.Value:
-    """Weight gradient; reads the padded source at `o*s + k*d`, so no zero is
-    ever multiplied but those of the padding itself.
+    """Weight gradient as an im2col gather and one matmul per group; reads
+    the padded source at `o*s + k*d`, so no zero is ever multiplied but those
+    of the padding itself.
 
-    transposed=False: dw[g,f,c,k] = sum_{n,o} xp[n,g,c,o*s+k*d] * dy[n,g,f,o]
-    transposed=True:  dw[g,c,f,k] = sum_{n,i} x[n,g,c,i] * dyp[n,g,f,i*s+k*d]
+    transposed=False: dw[g,f,(c,k)] = sum_{(n,o)} dy[n,g,f,o] * xp[n,g,c,o*s+k*d]
+    transposed=True:  dw[g,c,(f,k)] = sum_{(n,i)} x[n,g,c,i] * dyp[n,g,f,i*s+k*d]
     """
     r, groups = spec.spatial_rank, spec.groups
     c_in, f_out = spec.in_channels // groups, spec.out_channels // groups
@@ -73,23 +66,19 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
         grad_output = lb.pad_or_crop(grad_output, zero + list(low), zero + list(high))
     x = lb.expand_dim(input_, 1, (groups, c_in))
     dy = lb.expand_dim(grad_output, 1, (groups, f_out))
+    plain, windowed, rows, columns = (x, dy, c_in, f_out) if spec.transposed else (dy, x, f_out, c_in)
 
-    num = 4 + 2 * r
-    g, a, b, *rest = lb.dims(num)
-    k, (n, *w) = rest[:r], rest[r:]
-    windowed = [_window(wi, ki, s, d) for wi, ki, s, d in zip(w, k, spec.stride, spec.dilation)]
-    if spec.transposed:  # out [G, C/G, F/G, *K]: a = c, b = f
-        c, f = a, b
-        x_map, dy_map = [n, g, c, *w], [n, g, f, *windowed]
-        out_sizes = [groups, c_in, f_out, *spec.kernel]
-    else:  # out [G, F/G, C/G, *K]: a = f, b = c
-        f, c = a, b
-        x_map, dy_map = [n, g, c, *windowed], [n, g, f, *w]
-        out_sizes = [groups, f_out, c_in, *spec.kernel]
-    init = lb.zeros(out_sizes, lb.element_type(ACCUMULATOR))
-    maps = [lb.affine_map(num, x_map), lb.affine_map(num, dy_map), lb.affine_map(num, [g, a, b, *k])]
-    iterators = [PARALLEL] * (3 + r) + [REDUCTION] * (1 + r)
-    return _finish(lb.contraction(x, dy, init, maps, iterators), spec, 0)
+    lhs = forms.collapse_range(forms.transpose(plain, [1, 2, 0, *range(3, 3 + r)]), 2, 3 + r)  # [g, row, n*o]
+    cols = forms.im2col(windowed, windows, spec.kernel, spec.stride, spec.dilation)  # [g, n, o.., col, k..]
+    cols = forms.collapse_range(forms.collapse_range(cols, 1, 2 + r), 2, 3 + r)  # [g, n*o, col*k]
+    if groups == 1:  # a plain matmul, not a batch of one
+        lhs, cols = lb.collapse_dims(lhs, 0), lb.collapse_dims(cols, 0)
+    init = lb.zeros([*([groups] if groups > 1 else []), rows, columns * math.prod(spec.kernel)],
+                    lb.element_type(ACCUMULATOR))
+    acc = forms.expand_trailing(forms.matmul(lhs, cols, init), [columns, *spec.kernel])
+    if groups > 1:
+        acc = lb.collapse_dims(acc, 0)
+    return lb.convert(acc, lb.element_type(spec.dtype))
 
 
 def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
@@ -104,21 +93,16 @@ def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight:
     if any(map(geometry.reads_only_padding, *window)):
         return zeros_like_input(spec, grad_output)
     low, high = geometry.window_padding_nd(*window)
-    dy = lb.expand_dim(lb.pad_or_crop(grad_output, [0, 0, *low], [0, 0, *high]), 1, (groups, f_out))
-    w = lb.expand_dim(weight, 0, (groups, c_in))
-
-    num = 4 + 2 * r
-    n, g, c, *rest = lb.dims(num)
-    i, f, k = rest[:r], rest[r], rest[r + 1 :]
-    windowed = [_window(ii, ki, s, d) for ii, ki, s, d in zip(i, k, spec.stride, spec.dilation)]
-    maps = [
-        lb.affine_map(num, [n, g, f, *windowed]),
-        lb.affine_map(num, [g, c, f, *k]),
-        lb.affine_map(num, [n, g, c, *i]),
-    ]
-    init = lb.zeros([_batch(grad_output), groups, c_in, *spec.input_spatial], lb.element_type(ACCUMULATOR))
-    iterators = [PARALLEL] * (3 + r) + [REDUCTION] * (1 + r)
-    return _finish(lb.contraction(dy, w, init, maps, iterators), spec, 1)
+    dy = lb.pad_or_crop(grad_output, [0, 0, *low], [0, 0, *high])
+    w = weight  # [C, F/G, *K]: already the filter layout, output channel first
+    if groups > 1:
+        dy, w = lb.expand_dim(dy, 1, (groups, f_out)), lb.expand_dim(weight, 0, (groups, c_in))
+    channels = [groups, c_in] if groups > 1 else [c_in]
+    init = lb.zeros([_batch(grad_output), *channels, *spec.input_spatial], lb.element_type(ACCUMULATOR))
+    acc = forms.conv(dy, w, init, spec.stride, spec.dilation)
+    if groups > 1:
+        acc = lb.collapse_dims(acc, 1)
+    return lb.convert(acc, lb.element_type(spec.dtype))
 
 
 def zeros_like_input(spec: ConvBackwardSpec, grad_output: ir.Value) -> ir.Value:

@@ -135,7 +135,7 @@ class CompiledGraph:
 
         def compile_vmfb() -> bytes:
             begin = time.perf_counter()
-            linalg = lowering.lower_torch(raw, "linalg")
+            linalg = lowering.lower_torch(raw, "linalg", target)
             lowered = time.perf_counter()
             vmfb = pipeline.iree_compile(linalg, target)
             timings.update(lowering=lowered - begin, iree_compile=time.perf_counter() - lowered)

@@ -18,7 +18,7 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
 import iree_bwdconv.patterns as patterns
 
-from . import pipeline
+from . import pipeline, targets
 from .errors import LoweringError
 
 BACKENDS = ("linalg", "tosa", "stablehlo")
@@ -100,11 +100,14 @@ def rewrite_convolution_backward(module: ir.Module) -> None:
         raise LoweringError(f"{len(left)} convolution_backward op(s) could not be lowered:\n  {reasons}")
 
 
-def lower_torch(raw: ir.Module, backend: str = "linalg") -> str:
-    """Raw torch-dialect IR (as the FX importer makes it) -> backend IR text."""
+def lower_torch(raw: ir.Module, backend: str = "linalg", target: str = targets.DEFAULT) -> str:
+    """Raw torch-dialect IR (as the FX importer makes it) -> backend IR text,
+    in the linalg forms that compile best for `target` ("cpu", "gfx942", "cuda")."""
+    targets.check(target)
     to_torch_backend(raw, backend)
     if backend == "linalg":
-        rewrite_convolution_backward(raw)
+        with targets.lowering_for(target):
+            rewrite_convolution_backward(raw)
     pipeline.run_pipeline(raw, f"builtin.module({_BACKEND_PIPELINES[backend]})", f"{backend} backend pipeline")
     return str(raw)
 
@@ -114,7 +117,10 @@ def lower(
     *example_args: Any,
     backend: str = "linalg",
     dynamic_shapes: Optional[Any] = None,
+    target: str = targets.DEFAULT,
 ) -> str:
-    """Lower `module` traced on `example_args` to MLIR text for `backend`."""
+    """Lower `module` traced on `example_args` to MLIR text for `backend`;
+    linalg comes in the forms that compile best for `target`."""
     _check_backend(backend)
-    return lower_torch(import_module(module, *example_args, dynamic_shapes=dynamic_shapes), backend)
+    targets.check(target)
+    return lower_torch(import_module(module, *example_args, dynamic_shapes=dynamic_shapes), backend, target)

@@ -1,22 +1,29 @@
 // RUN: iree-bwdconv opt --pattern convolution_backward --split-input-file %s | FileCheck %s
 
 // All three gradients. grad_input: dy scattered with stride 2 into zeros padded
-// by d*(K-1)-p = 1, the kernel reversed by a gather, a stride-1 contraction.
+// by d*(K-1)-p = 1, the kernel reversed by a gather and transposed to the
+// filter layout [c, f, k], then a stride-1 convolution with the maps of
+// conv_2d_nchw_fchw (no group dim without groups).
 // CHECK-LABEL: func.func @grad_2d_s2_p1_d1_g1_f32
 // CHECK:         %[[DY:.*]] = torch_c.to_builtin_tensor %arg0
 // CHECK:         %[[ZERO:.*]] = linalg.fill {{.*}} -> tensor<2x4x10x10xf32>
 // CHECK:         %[[SCATTERED:.*]] = tensor.insert_slice %[[DY]] into %[[ZERO]][0, 0, 1, 1] [2, 4, 4, 4] [1, 1, 2, 2]
-// CHECK:         tensor.expand_shape %[[SCATTERED]] {{\[}}[0], [1, 2], [3], [4]] output_shape [2, 1, 4, 10, 10]
 // CHECK:         arith.subi
 // CHECK:         tensor.extract
+// CHECK:         %[[FILTER:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<3x4x3x3xf32>)
 // CHECK:         linalg.generic
-// CHECK-SAME:      iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]
-// CHECK-SAME:      outs(%{{.*}} : tensor<2x1x3x8x8xf32>)
-// grad_weight reads the input padded by p at o*s + k*d: no zeros inserted.
+// CHECK-SAME:      iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]
+// CHECK-SAME:      ins(%[[SCATTERED]], %[[FILTER]] : tensor<2x4x10x10xf32>, tensor<3x4x3x3xf32>) outs(%{{.*}} : tensor<2x3x8x8xf32>)
+// grad_weight: the input padded by p, gathered at o*s + k*d into an im2col
+// matrix [(n, o), (c, k)], and one matmul with dy as [f, (n, o)].
 // CHECK:         tensor.pad {{.*}} low[0, 0, 1, 1] high[0, 0, 0, 0]
+// CHECK:         outs(%{{.*}} : tensor<1x2x4x4x3x3x3xf32>)
+// CHECK:         %[[A:.*]] = tensor.collapse_shape {{.*}} into tensor<4x32xf32>
+// CHECK:         %[[B:.*]] = tensor.collapse_shape {{.*}} into tensor<32x27xf32>
 // CHECK:         linalg.generic
-// CHECK-SAME:      outs(%{{.*}} : tensor<1x4x3x3x3xf32>)
-// CHECK:         tensor.collapse_shape {{.*}} {{\[}}[0, 1], [2], [3], [4]] : tensor<1x4x3x3x3xf32> into tensor<4x3x3x3xf32>
+// CHECK-SAME:      iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-SAME:      ins(%[[A]], %[[B]] : tensor<4x32xf32>, tensor<32x27xf32>) outs(%{{.*}} : tensor<4x27xf32>)
+// CHECK:         tensor.expand_shape {{.*}} output_shape [4, 3, 3, 3]
 // grad_bias: a reduction over n, h, w.
 // CHECK:         linalg.generic
 // CHECK-SAME:      iterator_types = ["parallel", "reduction", "reduction", "reduction"]
@@ -42,14 +49,14 @@ func.func @grad_2d_s2_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,4,4],f32>, %arg1: 
 
 // -----
 
-// A 1x1 kernel: no flip (no gather of the weight), the weight is only regrouped.
+// A 1x1 kernel: no flip (no gather of the weight), the weight is only transposed.
 // CHECK-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f32
 // CHECK-NOT:     tensor.extract
 // CHECK-NOT:     linalg.index
-// CHECK:         tensor.expand_shape %{{.*}} {{\[}}[0, 1], [2], [3], [4]] output_shape [1, 8, 4, 1, 1]
+// CHECK:         linalg.generic {{.*}} ins(%{{.*}} : tensor<8x4x1x1xf32>) outs(%{{.*}} : tensor<4x8x1x1xf32>)
 // CHECK-NOT:     tensor.extract
 // CHECK:         linalg.generic
-// CHECK-SAME:      outs(%{{.*}} : tensor<2x1x4x8x8xf32>)
+// CHECK-SAME:      outs(%{{.*}} : tensor<2x4x8x8xf32>)
 
 func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f32(%arg0: !torch.vtensor<[2,8,4,4],f32>, %arg1: !torch.vtensor<[2,4,8,8],f32>, %arg2: !torch.vtensor<[8,4,1,1],f32>) -> !torch.vtensor<[2,4,8,8],f32> {
   %true = torch.constant.bool true
@@ -94,12 +101,15 @@ func.func @grad_input_2d_k3x1_s1_p1x0_d1_g1_f32(%arg0: !torch.vtensor<[2,4,8,8],
 
 // -----
 
-// Groups split channels into an explicit group dim; f16 products accumulate in f32.
+// Groups split channels into an explicit group dim (the maps of
+// conv_2d_ngchw_gfchw); f16 products accumulate in f32.
 // CHECK-LABEL: func.func @grad_input_2d_s2_p1_d1_g4_f16
 // CHECK:         tensor.insert_slice {{.*}} [1, 1, 2, 2] : tensor<2x8x4x4xf16> into tensor<2x8x10x10xf16>
 // CHECK:         output_shape [2, 4, 2, 10, 10]
 // CHECK:         output_shape [4, 2, 2, 3, 3]
 // CHECK:         linalg.generic
+// CHECK:         linalg.generic
+// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<2x4x2x10x10xf16>, tensor<4x2x2x3x3xf16>)
 // CHECK:           arith.extf {{.*}} : f16 to f32
 // CHECK:           arith.extf {{.*}} : f16 to f32
 // CHECK:           arith.mulf {{.*}} : f32
@@ -126,12 +136,13 @@ func.func @grad_input_2d_s2_p1_d1_g4_f16(%arg0: !torch.vtensor<[2,8,4,4],f16>, %
 
 // -----
 
-// transposed=True: grad_input is a strided forward convolution; nothing scattered.
+// transposed=True: grad_input is a strided forward convolution; nothing
+// scattered, and the weight [C, F, K] is already its filter.
 // CHECK-LABEL: func.func @grad_input_transposed_2d_s2_p1_op1_g1_f32
 // CHECK-NOT:     tensor.insert_slice
 // CHECK:         tensor.pad {{.*}} low[0, 0, 1, 1] high[0, 0, 0, 0]
 // CHECK:         linalg.generic
-// CHECK-SAME:      outs(%{{.*}} : tensor<2x1x3x4x4xf32>)
+// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<2x4x9x9xf32>, tensor<3x4x3x3xf32>) outs(%{{.*}} : tensor<2x3x4x4xf32>)
 
 func.func @grad_input_transposed_2d_s2_p1_op1_g1_f32(%arg0: !torch.vtensor<[2,4,8,8],f32>, %arg1: !torch.vtensor<[2,3,4,4],f32>, %arg2: !torch.vtensor<[3,4,3,3],f32>) -> !torch.vtensor<[2,3,4,4],f32> {
   %false = torch.constant.bool false
@@ -182,9 +193,10 @@ func.func @grad_bias_1d_s1_p0_d1_g1_bf16(%arg0: !torch.vtensor<[2,4,6],bf16>, %a
 // CHECK-LABEL: func.func @grad_weight_3d_s2_p1_d1_g1_dynbatch_f32
 // CHECK:         %[[DIM:.*]] = tensor.dim %{{.*}}, %c0 : tensor<?x3x5x5x5xf32>
 // CHECK:         output_shape [%[[DIM]], 1, 3, 5, 5, 5]
+// CHECK:         tensor.collapse_shape {{.*}} into tensor<4x?xf32>
+// CHECK:         tensor.collapse_shape {{.*}} into tensor<?x81xf32>
 // CHECK:         linalg.generic
-// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<?x1x3x5x5x5xf32>, tensor<?x1x4x2x2x2xf32>)
-// CHECK-SAME:      outs(%{{.*}} : tensor<1x4x3x3x3x3xf32>)
+// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<4x?xf32>, tensor<?x81xf32>) outs(%{{.*}} : tensor<4x81xf32>)
 
 func.func @grad_weight_3d_s2_p1_d1_g1_dynbatch_f32(%arg0: !torch.vtensor<[?,4,2,2,2],f32>, %arg1: !torch.vtensor<[?,3,4,4,4],f32>, %arg2: !torch.vtensor<[4,3,3,3,3],f32>) -> !torch.vtensor<[4,3,3,3,3],f32> {
   %true = torch.constant.bool true

@@ -4,30 +4,29 @@
 // NOTE: convolution_backward_phases did not match torch.aten.convolution_backward {{.*}}: stride 1 in every dim
 
 // 3x3 stride 2, per-phase form: four phases with 2x2, 2x1, 1x2 and 1x1 taps
-// (9 in all), each gathered reversed from the weight; each phase is a
-// stride-1 contraction over grad_output as it is (padded, never scattered),
-// and only its result is inserted, with stride 2, at positions q*2 + r - p.
+// (9 in all), each gathered reversed from the weight straight into the
+// filter layout [c, f, taps]; each phase is a stride-1 convolution (the maps
+// of conv_2d_nchw_fchw) over grad_output as it is (padded, never scattered)
+// for every row of the [q, residue] grid; one elementwise op weaves the four
+// results into the grid, which is collapsed and cropped at p. Nothing is
+// inserted into zeros and no phase writes with a stride.
 // CHECK-LABEL: func.func @grad_input_2d_s2_p1_d1_g1_f32
-// CHECK:         %[[DX:.*]] = linalg.fill {{.*}} -> tensor<2x1x3x8x8xf32>
 // CHECK-NOT:     tensor.insert_slice
-// CHECK:         %[[T0:.*]] = linalg.generic
-// CHECK-SAME:      outs(%{{.*}} : tensor<1x4x3x2x2xf32>)
-// CHECK:         tensor.pad {{.*}} high[0, 0, 0, 1, 1]
+// CHECK:         outs(%{{.*}} : tensor<1x3x4x2x2xf32>)
+// CHECK:         %[[T0:.*]] = tensor.collapse_shape {{.*}} into tensor<3x4x2x2xf32>
+// CHECK:         %[[W0:.*]] = tensor.pad %{{.*}} low[0, 0, 1, 1] high[0, 0, 1, 1]
 // CHECK:         %[[P0:.*]] = linalg.generic
-// CHECK-SAME:      iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]
-// CHECK-SAME:      %[[T0]] :
-// CHECK:         %[[DX0:.*]] = tensor.insert_slice %[[P0]] into %[[DX]][0, 0, 0, 1, 1] [2, 1, 3, 4, 4] [1, 1, 1, 2, 2]
-// CHECK:         outs(%{{.*}} : tensor<1x4x3x2x1xf32>)
-// CHECK:         linalg.generic {{.*}}reduction
-// CHECK:         tensor.insert_slice {{.*}} into %[[DX0]][0, 0, 0, 1, 0] [2, 1, 3, 4, 4] [1, 1, 1, 2, 2]
-// CHECK:         outs(%{{.*}} : tensor<1x4x3x1x2xf32>)
-// CHECK:         linalg.generic {{.*}}reduction
-// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 0, 1] [2, 1, 3, 4, 4] [1, 1, 1, 2, 2]
-// CHECK:         outs(%{{.*}} : tensor<1x4x3x1x1xf32>)
-// CHECK:         linalg.generic {{.*}}reduction
-// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 0, 0] [2, 1, 3, 4, 4] [1, 1, 1, 2, 2]
+// CHECK-SAME:      iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]
+// CHECK-SAME:      ins(%[[W0]], %[[T0]] : tensor<2x4x6x6xf32>, tensor<3x4x2x2xf32>) outs(%{{.*}} : tensor<2x3x5x5xf32>)
+// CHECK:         %[[P1:.*]] = linalg.generic {{.*}}reduction{{.*}} ins(%{{.*}}, %{{.*}} : tensor<2x4x6x5xf32>, tensor<3x4x2x1xf32>)
+// CHECK:         %[[P2:.*]] = linalg.generic {{.*}}reduction{{.*}} ins(%{{.*}}, %{{.*}} : tensor<2x4x5x6xf32>, tensor<3x4x1x2xf32>)
+// CHECK:         %[[P3:.*]] = linalg.generic {{.*}}reduction{{.*}} ins(%{{.*}}, %{{.*}} : tensor<2x4x5x5xf32>, tensor<3x4x1x1xf32>)
 // CHECK-NOT:     linalg.generic {{.*}}reduction
-// CHECK:         tensor.collapse_shape
+// CHECK:         %[[GRID:.*]] = linalg.generic
+// CHECK-SAME:      ins(%[[P0]], %[[P1]], %[[P2]], %[[P3]] : {{.*}}) outs(%{{.*}} : tensor<2x3x5x2x5x2xf32>)
+// CHECK:         tensor.collapse_shape {{.*}} into tensor<2x3x10x10xf32>
+// CHECK:         tensor.extract_slice %{{.*}}[0, 0, 1, 1] [2, 3, 8, 8] [1, 1, 1, 1]
+// CHECK-NOT:     tensor.insert_slice
 // The same in the sub-pixel form: one contraction whose output is laid out
 // [q, residue] per dim (zero taps where a residue has fewer), then a reshape
 // interleaves the phases and a slice crops at p.
@@ -59,19 +58,22 @@ func.func @grad_input_2d_s2_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,4,4],f32>, %
 
 // -----
 
-// 1x1 stride 2: one contraction on grad_output as it is (no pad, no tap
-// gather, no flip); only its result is scattered.
+// 1x1 stride 2: one contraction (a GEMM) on grad_output as it is (no pad,
+// no tap gather, no flip); only its result is spread over the grid, rounded
+// to f16 on the way.
 // CHECK-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16
 // CHECK-NOT:     tensor.pad
 // CHECK-NOT:     tensor.extract
-// CHECK-NOT:     linalg.index
-// CHECK:         %[[DY:.*]] = tensor.expand_shape %{{.*}} output_shape [2, 1, 8, 4, 4]
+// CHECK:         %[[DY:.*]] = torch_c.to_builtin_tensor %arg0
+// CHECK:         linalg.generic {{.*}}reduction
+// CHECK-SAME:      ins(%[[DY]], %{{.*}} : tensor<2x8x4x4xf16>, tensor<4x8x1x1xf16>)
+// CHECK-SAME:      outs(%{{.*}} : tensor<2x4x4x4xf32>)
 // CHECK:         linalg.generic
-// CHECK-SAME:      ins(%[[DY]], %{{.*}} : tensor<2x1x8x4x4xf16>, tensor<1x8x4x1x1xf16>)
-// CHECK-SAME:      outs(%{{.*}} : tensor<2x1x4x4x4xf32>)
-// CHECK:         arith.truncf {{.*}} : f32 to f16
-// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 0, 0] [2, 1, 4, 4, 4] [1, 1, 1, 2, 2] : tensor<2x1x4x4x4xf16> into tensor<2x1x4x8x8xf16>
+// CHECK-SAME:      outs(%{{.*}} : tensor<2x4x4x2x4x2xf16>)
+// CHECK:           arith.truncf {{.*}} : f32 to f16
+// CHECK:         tensor.collapse_shape {{.*}} into tensor<2x4x8x8xf16>
 // CHECK-NOT:     linalg.generic {{.*}}reduction
+// CHECK-NOT:     tensor.insert_slice
 
 func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16(%arg0: !torch.vtensor<[2,8,4,4],f16>, %arg1: !torch.vtensor<[2,4,8,8],f16>, %arg2: !torch.vtensor<[8,4,1,1],f16>) -> !torch.vtensor<[2,4,8,8],f16> {
   %true = torch.constant.bool true
@@ -92,14 +94,14 @@ func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16(%arg0: !torch.vtensor<[2,8,4,4],f1
 // -----
 
 // Stride 3 > kernel 2: residue 2 has no tap. Two contractions, not three;
-// the empty phase's positions keep the grid's zeros.
+// the grid gets zeros at the empty phase's positions.
 // CHECK-LABEL: func.func @grad_input_1d_k2_s3_p0_d1_g1_f32
-// CHECK:         linalg.fill {{.*}} -> tensor<2x1x3x9xf32>
-// CHECK:         linalg.generic {{.*}}reduction
-// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 0] [2, 1, 3, 3] [1, 1, 1, 3]
-// CHECK:         linalg.generic {{.*}}reduction
-// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 1] [2, 1, 3, 3] [1, 1, 1, 3]
+// CHECK:         %[[P0:.*]] = linalg.generic {{.*}}reduction{{.*}} outs(%{{.*}} : tensor<2x3x3xf32>)
+// CHECK:         %[[P1:.*]] = linalg.generic {{.*}}reduction{{.*}} outs(%{{.*}} : tensor<2x3x3xf32>)
 // CHECK-NOT:     linalg.generic {{.*}}reduction
+// CHECK:         linalg.generic
+// CHECK-SAME:      ins(%[[P0]], %[[P1]] : tensor<2x3x3xf32>, tensor<2x3x3xf32>) outs(%{{.*}} : tensor<2x3x3x3xf32>)
+// CHECK:         tensor.collapse_shape {{.*}} into tensor<2x3x9xf32>
 // CHECK-NOT:     tensor.insert_slice
 // CHECK:         return
 
@@ -122,13 +124,14 @@ func.func @grad_input_1d_k2_s3_p0_d1_g1_f32(%arg0: !torch.vtensor<[2,4,3],f32>, 
 // -----
 
 // gcd(stride 2, dilation 2) = 2: odd residues have no tap, and the even
-// residue's three taps are one stride-1 contraction (dilation 2/2 = 1).
+// residue's three taps are one stride-1 contraction (dilation 2/2 = 1), in
+// the grouped convolution form [n, g, c, ..] (conv_2d_ngchw_gfchw's maps).
 // CHECK-LABEL: func.func @grad_input_1d_k3_s2_p2_d2_g2_f32
-// CHECK:         outs(%{{.*}} : tensor<2x2x2x3xf32>)
 // CHECK:         linalg.generic {{.*}}reduction
-// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<2x2x2x7xf32>, tensor<2x2x2x3xf32>)
-// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 0] [2, 2, 2, 5] [1, 1, 1, 2] : tensor<2x2x2x5xf32> into tensor<2x2x2x9xf32>
+// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<2x2x2x8xf32>, tensor<2x2x2x3xf32>) outs(%{{.*}} : tensor<2x2x2x6xf32>)
 // CHECK-NOT:     linalg.generic {{.*}}reduction
+// CHECK:         outs(%{{.*}} : tensor<2x2x2x6x2xf32>)
+// CHECK:         tensor.extract_slice %{{.*}}[0, 0, 2] [2, 4, 9] [1, 1, 1]
 
 func.func @grad_input_1d_k3_s2_p2_d2_g2_f32(%arg0: !torch.vtensor<[2,4,5],f32>, %arg1: !torch.vtensor<[2,4,9],f32>, %arg2: !torch.vtensor<[4,2,3],f32>) -> !torch.vtensor<[2,4,9],f32> {
   %true = torch.constant.bool true

@@ -14,16 +14,17 @@ from typing import Optional
 from torch_mlir import ir
 from torch_mlir.rewrite import PatternRewriter
 
+from iree_bwdconv import contraction_forms as forms
 from iree_bwdconv import geometry, gradients
 from iree_bwdconv import linalg_builders as lb
-from iree_bwdconv.linalg_builders import PARALLEL, REDUCTION
 from iree_bwdconv.spec import ConvBackwardSpec
 
 ROOT = "torch.aten.convolution_backward"
 
 
 def grad_input_direct(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
-    """dx[n,g,c,i] = sum_{f,k} buf[n,g,f,i + d*k] * w[g,f,c,K-1-k]."""
+    """dx[n,g,c,i] = sum_{f,k} buf[n,g,f,i + d*k] * w[g,f,c,K-1-k], in the
+    form of a named convolution (`contraction_forms.conv`)."""
     r, groups = spec.spatial_rank, spec.groups
     c_in, f_out = spec.in_channels // groups, spec.out_channels // groups
     places = [geometry.scatter_placement(i, o, k, s, p, d)
@@ -41,22 +42,19 @@ def grad_input_direct(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
         zero_buf = lb.zeros([batch, spec.out_channels, *(p.length for p in places)],
                             lb.element_type(spec.dtype))
         buf = lb.insert_strided(used, zero_buf, [0, 0, *(p.offset for p in places)], [1, 1, *spec.stride])
-    dy = lb.expand_dim(buf, 1, (groups, f_out))
-    w = lb.expand_dim(lb.flip(weight, range(2, 2 + r)), 0, (groups, f_out))
-
-    num = 4 + 2 * r
-    n, g, c, *rest = lb.dims(num)
-    i, f, k = rest[:r], rest[r], rest[r + 1 :]
-    reads = [ii + ki * d for ii, ki, d in zip(i, k, spec.dilation)]
-    maps = [
-        lb.affine_map(num, [n, g, f, *reads]),
-        lb.affine_map(num, [g, f, c, *k]),
-        lb.affine_map(num, [n, g, c, *i]),
-    ]
-    init = lb.zeros([batch, groups, c_in, *spec.input_spatial], lb.element_type(gradients.ACCUMULATOR))
-    iterators = [PARALLEL] * (3 + r) + [REDUCTION] * (1 + r)
-    acc = lb.contraction(dy, w, init, maps, iterators)
-    return lb.convert(lb.collapse_dims(acc, 1), lb.element_type(spec.dtype))
+    # The filter of this convolution is the kernel reversed, input and
+    # output channels swapped: [(g,) c, f, *K].
+    w = lb.flip(weight, range(2, 2 + r))
+    if groups > 1:
+        buf, w = lb.expand_dim(buf, 1, (groups, f_out)), lb.expand_dim(w, 0, (groups, f_out))
+    lead = 1 if groups > 1 else 0
+    w = forms.transpose(w, [*range(lead), lead + 1, lead, *range(lead + 2, lead + 2 + r)])
+    channels = [groups, c_in] if groups > 1 else [c_in]
+    init = lb.zeros([batch, *channels, *spec.input_spatial], lb.element_type(gradients.ACCUMULATOR))
+    acc = forms.conv(buf, w, init, [1] * r, spec.dilation)
+    if groups > 1:
+        acc = lb.collapse_dims(acc, 1)
+    return lb.convert(acc, lb.element_type(spec.dtype))
 
 
 def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:

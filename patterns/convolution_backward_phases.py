@@ -25,7 +25,8 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg, tensor
 from torch_mlir.rewrite import PatternRewriter
 
-from iree_bwdconv import geometry, gradients
+from iree_bwdconv import contraction_forms as forms
+from iree_bwdconv import geometry, gradients, targets
 from iree_bwdconv import linalg_builders as lb
 from iree_bwdconv.linalg_builders import PARALLEL, REDUCTION
 from iree_bwdconv.spec import ConvBackwardSpec
@@ -35,11 +36,14 @@ BENEFIT = 2  # preferred over the direct form wherever it applies
 
 
 def _phase_contraction(
-    spec: ConvBackwardSpec, dy: ir.Value, weight: ir.Value, phases: tuple[geometry.Phase, ...]
+    spec: ConvBackwardSpec, dy: ir.Value, weight: ir.Value, phases: tuple[geometry.Phase, ...],
+    rows: list[int],
 ) -> ir.Value:
-    """dx_r[n,g,c,m] = sum_{f,j} dy[n,g,f,dy_start + m + D*j] * T_r[g,f,c,j] in f32,
+    """dx_r[n,g,c,q] = sum_{f,j} dy[n,g,f,start + q + D*j] * T_r[g,c,f,j] in f32
+    for every grid row q (`Phase.grid_window`),
     where T_r is the phase's own reversed sub-kernel (the weight itself for a
-    1x1 kernel).
+    1x1 kernel), as a convolution of the window of dy (`contraction_forms.conv`).
+    Without groups, dy is [n,f,..] and the result [n,c,..].
 
     Each phase gathers its own taps: slicing one shared table instead left a
     non-contiguous slice inside the contraction's dispatch, which IREE 3.13's
@@ -55,58 +59,62 @@ def _phase_contraction(
             [ph.taps for ph in phases],
             spec.kernel,
             residue_dims=False,
+            channels_first=True,
         )
-    low = [0, 0, 0] + [-ph.dy_start for ph in phases]
-    high = [0, 0, 0] + [ph.dy_start + ph.dy_length - o for ph, o in zip(phases, spec.output_spatial)]
+    else:
+        taps = forms.transpose(taps, [0, 2, 1, *range(3, 3 + r)])  # [g, c, f, *j]
+    if groups == 1:
+        taps = lb.collapse_dims(taps, 0)
+    lead = [0] * (ir.RankedTensorType(dy.type).rank - r)
+    windows = [ph.grid_window(n) for ph, n in zip(phases, rows)]
+    low = lead + [-start for start, _ in windows]
+    high = lead + [start + length - o for (start, length), o in zip(windows, spec.output_spatial)]
     window = lb.pad_or_crop(dy, low, high)
-
-    num = 4 + 2 * r
-    n, g, c, *rest = lb.dims(num)
-    m, f, j = rest[:r], rest[r], rest[r + 1 :]
-    maps = [
-        lb.affine_map(num, [n, g, f, *(mi + ji * ph.tap_dilation for mi, ji, ph in zip(m, j, phases))]),
-        lb.affine_map(num, [g, f, c, *j]),
-        lb.affine_map(num, [n, g, c, *m]),
-    ]
-    batch = lb.sizes_of(dy)[0]
-    init = lb.zeros([batch, groups, c_in, *(ph.count for ph in phases)], lb.element_type(gradients.ACCUMULATOR))
-    return lb.contraction(window, taps, init, maps, [PARALLEL] * (3 + r) + [REDUCTION] * (1 + r))
+    channels = [groups, c_in] if groups > 1 else [c_in]
+    init = lb.zeros([lb.sizes_of(dy)[0], *channels, *rows], lb.element_type(gradients.ACCUMULATOR))
+    return forms.conv(window, taps, init, [1] * r, [ph.tap_dilation for ph in phases])
 
 
 def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
+    """Every live phase over the whole [q, residue] grid, woven into the grid
+    by one elementwise op, then cropped at the padding."""
     r, groups = spec.spatial_rank, spec.groups
-    c_in, f_out = spec.in_channels // groups, spec.out_channels // groups
+    f_out = spec.out_channels // groups
     per_dim = [geometry.grad_input_phases(*dim) for dim in spec.per_dim()]
-    dy = lb.expand_dim(grad_output, 1, (groups, f_out))
+    rows = [geometry.phase_grid_length(i, s, p) for i, s, p in zip(spec.input_spatial, spec.stride, spec.padding)]
+    dy = lb.expand_dim(grad_output, 1, (groups, f_out)) if groups > 1 else grad_output
     w = lb.expand_dim(weight, 0, (groups, f_out))
-    batch = lb.sizes_of(grad_output)[0]
-    # Each phase rounds its own result, so the conversion fuses into the
-    # phase's contraction; the results go straight to their positions
-    # i = (first_q + m)*s + r - p of a zero grad_input.
-    dtype = lb.element_type(spec.dtype)
-    dx = lb.zeros([batch, groups, c_in, *spec.input_spatial], dtype)
+    parts = {}
     for phases in itertools.product(*per_dim):
-        if not all(ph.reads_dy(o) for ph, o in zip(phases, spec.output_spatial)):
-            continue  # an empty phase, or one whose every read is padding
-        result = lb.convert(_phase_contraction(spec, dy, w, phases), dtype)
-        offsets = [0, 0, 0] + [ph.first_q * s + ph.residue - p for ph, s, p in zip(phases, spec.stride, spec.padding)]
-        dx = lb.insert_strided(result, dx, offsets, [1, 1, 1, *spec.stride])
-    return lb.collapse_dims(dx, 1)
+        if all(ph.reads_dy(o) for ph, o in zip(phases, spec.output_spatial)):  # else empty or all padding: zeros
+            parts[tuple(ph.residue for ph in phases)] = _phase_contraction(spec, dy, w, phases, rows)
+    if not parts:
+        return gradients.zeros_like_input(spec, grad_output)
+    grid = forms.interleave(parts, spec.stride, lb.element_type(spec.dtype))
+    lead = ir.RankedTensorType(dy.type).rank - r
+    for axis in range(r):  # [.., q, s, ..] -> [.., q*s, ..]
+        grid = lb.collapse_dims(grid, lead + axis)
+    if groups > 1:
+        grid = lb.collapse_dims(grid, 1)
+    batch = lb.sizes_of(grad_output)[0]
+    return lb.extract(grid, [0, 0, *spec.padding], [batch, spec.in_channels, *spec.input_spatial])
 
 
 def _tap_table(
     weight: ir.Value, bases: list[tuple[int, ...]], steps: list[int], windows: list[int],
-    kernel: tuple[int, ...], residue_dims: bool = True,
+    kernel: tuple[int, ...], residue_dims: bool = True, channels_first: bool = False,
 ) -> ir.Value:
     """T[g,f,c,*r,*u] = w[g,f,c,*k] with `k = bases[dim][r] - steps[dim]*u` per
     dim, and 0 where any k falls outside the kernel. One gather serves every
     phase of the sub-pixel form; a per-phase gather has one base per dim and
-    no residue dims (T[g,f,c,*u])."""
+    no residue dims (T[g,f,c,*u]), and with channels_first is laid out
+    T[g,c,f,*u], the filter layout of a convolution producing c."""
     src = ir.RankedTensorType(weight.type)
     rank = len(bases)
     index_type = ir.IndexType.get()
     residues = [len(b) for b in bases] if residue_dims else []
-    sizes = lb.sizes_of(weight)[:3] + residues + list(windows)
+    g, f, c = lb.sizes_of(weight)[:3]
+    sizes = ([g, c, f] if channels_first else [g, f, c]) + residues + list(windows)
     out = tensor.EmptyOp(sizes, src.element_type).result
     identity = ir.AffineMap.get_identity(len(sizes))
     const = lambda v: arith.constant(index_type, v)  # noqa: E731
@@ -114,7 +122,7 @@ def _tap_table(
 
     @linalg.generic([], [out], [identity], [PARALLEL] * len(sizes))
     def result(_):
-        indices = [linalg.IndexOp(axis).result for axis in range(3)]
+        indices = [linalg.IndexOp(axis).result for axis in ((0, 2, 1) if channels_first else range(3))]
         valid = None
         for dim in range(rank):
             u = linalg.IndexOp(first_window + dim).result
@@ -169,21 +177,35 @@ def grad_input_subpixel(spec: ConvBackwardSpec, grad_output: ir.Value, weight: i
     return lb.extract(grid, [0, 0, *spec.padding], [batch, spec.in_channels, *spec.input_spatial])
 
 
-FORMS = ("auto", "per-phase", "sub-pixel")
+FORMS = ("auto", "per-phase", "sub-pixel", "direct")
 FORM_VARIABLE = "IREE_BWDCONV_GRAD_INPUT_FORM"
 
 
 def choose_form(spec: ConvBackwardSpec) -> str:
-    """The grad_input form: per-phase, unless `$IREE_BWDCONV_GRAD_INPUT_FORM`
-    forces one (for measuring). On the H100 the sub-pixel form ran 1.6x to 7x
-    slower than per-phase on 5 of the 7 strided shapes where both apply, and
-    1.4x faster on one (docs/performance.md), so it is not picked by default;
-    it is refused where the phases are not aligned (d/gcd(d, s) > 1)."""
+    """The grad_input form, unless `$IREE_BWDCONV_GRAD_INPUT_FORM` forces one
+    (for measuring); docs/performance.md has the measurements.
+
+    GPU targets: per-phase. On the H100 the sub-pixel form ran 1.6x to 7x
+    slower than per-phase on 5 of the 7 strided shapes where both apply, so
+    it is not picked; it is refused where the phases are not aligned
+    (d/gcd(d, s) > 1).
+    CPU: a kernel of one tap per dim is one GEMM on grad_output (per-phase);
+    any larger kernel goes to the direct form, because IREE 3.13's CPU code
+    for the phases' small convolutions (2x1 taps: 3 GMAC/s) is slower than
+    its 3x3 convolution over the zero-inserted grad_output (85 GMAC/s), even
+    with 4x the multiply-adds: 3x3 s2 2.7 ms against 10 ms.
+    """
     forced = os.environ.get(FORM_VARIABLE, "auto")
     if forced not in FORMS:
         raise ValueError(f"{FORM_VARIABLE}={forced!r}: expected one of {', '.join(FORMS)}")
     aligned = all(d // math.gcd(d, s) == 1 for s, d in zip(spec.stride, spec.dilation))
-    return "sub-pixel" if forced == "sub-pixel" and aligned else "per-phase"
+    if forced == "sub-pixel":
+        return "sub-pixel" if aligned else "per-phase"
+    if forced != "auto":
+        return forced
+    if targets.current() == "cpu" and any(k > 1 for k in spec.kernel):
+        return "direct"
+    return "per-phase"
 
 
 def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
@@ -197,6 +219,10 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
         return "stride 1 in every dim: there are no inserted zeros to avoid"
     if not spec.output_mask[0]:
         return "grad_input is not asked for"
-    form = grad_input_subpixel if choose_form(spec) == "sub-pixel" else grad_input_phases
-    gradients.replace_convolution_backward(op, rewriter, spec, form)
+    form = choose_form(spec)
+    if form == "direct":
+        return ("the direct form is chosen for this kernel on this target (choose_form): "
+                "the convolution_backward pattern lowers it")
+    gradients.replace_convolution_backward(op, rewriter, spec,
+                                           grad_input_subpixel if form == "sub-pixel" else grad_input_phases)
     return None

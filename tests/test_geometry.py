@@ -151,6 +151,28 @@ def test_phases_compute_grad_input_exactly(k, s, d, p, n):
     assert grid * s >= n + p and (grid - 1) * s < n + p
 
 
+@pytest.mark.parametrize("k, s, d, p, n", list(configs()))
+def test_phases_over_the_whole_grid_compute_grad_input_exactly(k, s, d, p, n):
+    """Each non-empty phase computed for every grid row from its grid window,
+    interleaved as grid[q*s + r] and cropped at p, is grad_input (the form
+    the pattern emits: no zero-filled grad_input, no strided writes)."""
+    rng = random.Random(hash((k, s, d, p, n, "grid")))
+    o_size = geometry.conv_output_size(n, k, s, p, d)
+    dy, w = ints(rng, o_size), ints(rng, k)
+    read = lambda o: dy[o] if 0 <= o < o_size else 0  # noqa: E731
+    rows = geometry.phase_grid_length(n, s, p)
+    grid = [0] * (rows * s)
+    for ph in geometry.grad_input_phases(n, k, s, p, d):
+        if ph.is_empty:
+            continue
+        start, length = ph.grid_window(rows)
+        assert length == rows + (ph.taps - 1) * ph.tap_dilation
+        for q in range(rows):
+            grid[q * s + ph.residue] = sum(read(start + q + j * ph.tap_dilation) * w[tap]
+                                           for j, tap in enumerate(ph.tap_indices))
+    assert grid[p : p + n] == brute_grad_input(dy, w, n, s, p, d)
+
+
 @pytest.mark.parametrize("k, s, d", [(3, 2, 1), (1, 2, 1), (2, 3, 1), (3, 2, 2), (6, 3, 1), (3, 6, 1)])
 def test_phase_tap_sets(k, s, d):
     """Each tap serves exactly one residue: taps are neither lost nor doubled."""

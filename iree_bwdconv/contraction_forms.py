@@ -1,0 +1,162 @@
+"""The shapes our contractions take so that IREE's code generation knows
+them: a convolution with exactly the indexing maps and loop order of
+linalg's named convolutions, and a matmul over an im2col gather.
+
+On this CPU the same stride-1 3x3 grad_input ran 50 ms as a generic with a
+unit group dim and a reduction-first weight layout, and 3 ms with the maps
+of `linalg.conv_2d_nchw_fchw`; the same grad_weight ran 67 ms as a generic
+contraction, 51 ms as a convolution over transposed operands and 4.3 ms as
+an im2col gather feeding a row-major matmul (docs/performance.md). Every op
+here is still a `linalg.generic`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from torch_mlir import ir
+from torch_mlir.dialects import arith, linalg, tensor
+
+from . import linalg_builders as lb
+from .linalg_builders import PARALLEL, REDUCTION
+
+
+def conv(
+    source: ir.Value, filter_: ir.Value, init: ir.Value, strides: Sequence[int], dilations: Sequence[int]
+) -> ir.Value:
+    """`init[n,(g,)f,o] += source[n,(g,)c,o*s + k*d] * filter[(g,)f,c,k]`.
+
+    Grouped when the operands carry a group dim (rank 3 + r for the
+    source): the maps of `conv_2d_ngchw_gfchw`, else those of
+    `conv_{1,2,3}d_nc*_fc*`. Loop dims in opdsl's order: n, (g,) f, o..., c, k...
+    """
+    r = len(strides)
+    lead = ir.RankedTensorType(source.type).rank - r  # 2, or 3 with a group dim
+    num = lead + 1 + 2 * r
+    d = lb.dims(num)
+    n, groups, f = d[0], d[1 : lead - 1], d[lead - 1]
+    o, c, k = d[lead : lead + r], d[lead + r], d[lead + r + 1 :]
+    reads = [oi * s + ki * dil for oi, ki, s, dil in zip(o, k, strides, dilations)]
+    maps = [
+        lb.affine_map(num, [n, *groups, c, *reads]),
+        lb.affine_map(num, [*groups, f, c, *k]),
+        lb.affine_map(num, [n, *groups, f, *o]),
+    ]
+    return lb.contraction(source, filter_, init, maps, [PARALLEL] * (lead + r) + [REDUCTION] * (1 + r))
+
+
+def matmul(lhs: ir.Value, rhs: ir.Value, init: ir.Value) -> ir.Value:
+    """`init[(g,)m,n] += lhs[(g,)m,k] * rhs[(g,)k,n]`: the maps of linalg.matmul
+    (batch_matmul with a leading group dim)."""
+    batch = ir.RankedTensorType(lhs.type).rank - 2
+    num = batch + 3
+    *g, m, n, k = lb.dims(num)
+    maps = [lb.affine_map(num, [*g, m, k]), lb.affine_map(num, [*g, k, n]), lb.affine_map(num, [*g, m, n])]
+    return lb.contraction(lhs, rhs, init, maps, [PARALLEL] * (batch + 2) + [REDUCTION])
+
+
+def transpose(value: ir.Value, permutation: Sequence[int]) -> ir.Value:
+    """result[i_0, ...] = value[i_perm...]: dim j of the result is dim
+    permutation[j] of `value` (linalg.transpose's convention)."""
+    if list(permutation) == sorted(permutation):
+        return value
+    sizes = lb.sizes_of(value)
+    rank = len(sizes)
+    out = tensor.EmptyOp([sizes[p] for p in permutation], ir.RankedTensorType(value.type).element_type).result
+    d = lb.dims(rank)
+    source_map = [d[permutation.index(axis)] for axis in range(rank)]
+
+    @linalg.generic([value], [out], [lb.affine_map(rank, source_map), ir.AffineMap.get_identity(rank)],
+                    [PARALLEL] * rank)
+    def result(a, _):
+        return a
+
+    return result
+
+
+def collapse_range(value: ir.Value, start: int, end: int) -> ir.Value:
+    """Merge dims start..end-1 into one (one tensor.collapse_shape)."""
+    src = ir.RankedTensorType(value.type)
+    if end - start <= 1:
+        return value
+    shape = list(src.shape)
+    merged = shape[start:end]
+    size = lb.dynamic() if lb.dynamic() in merged else math.prod(merged)
+    reassociation = [[i] for i in range(start)] + [list(range(start, end))]
+    reassociation += [[i] for i in range(end, src.rank)]
+    result_type = ir.RankedTensorType.get(shape[:start] + [size] + shape[end:], src.element_type)
+    return tensor.CollapseShapeOp(result_type, value, reassociation).result
+
+
+def expand_trailing(value: ir.Value, sizes: Sequence[int]) -> ir.Value:
+    """Split the (static) last dim into `sizes` (one tensor.expand_shape)."""
+    src = ir.RankedTensorType(value.type)
+    if len(sizes) <= 1:
+        return value
+    shape = list(src.shape[:-1]) + list(sizes)
+    reassociation = [[i] for i in range(src.rank - 1)] + [list(range(src.rank - 1, len(shape)))]
+    static, dyn = lb.static_and_dynamic(lb.sizes_of(value)[:-1] + list(sizes))
+    return tensor.ExpandShapeOp(
+        ir.RankedTensorType.get(static, src.element_type), value, reassociation, dyn, static
+    ).result
+
+
+def im2col(
+    windowed: ir.Value, windows: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
+    dilations: Sequence[int],
+) -> ir.Value:
+    """cols[g, n, o..., c, k...] = windowed[n, g, c, o*s + k*d]: each output
+    position's receptive field laid out as a row. `windowed` must span exactly
+    the reads (cropped or padded beforehand)."""
+    sizes = lb.sizes_of(windowed)
+    r = len(kernel)
+    batch, groups, channels = sizes[:3]
+    out_sizes = [groups, batch, *windows, channels, *kernel]
+    out = tensor.EmptyOp(out_sizes, ir.RankedTensorType(windowed.type).element_type).result
+    num = len(out_sizes)
+    g, n, *rest = lb.dims(num)
+    o, c, k = rest[:r], rest[r], rest[r + 1 :]
+    reads = [oi * s + ki * dil for oi, ki, s, dil in zip(o, k, strides, dilations)]
+
+    @linalg.generic([windowed], [out], [lb.affine_map(num, [n, g, c, *reads]), ir.AffineMap.get_identity(num)],
+                    [PARALLEL] * num)
+    def result(a, _):
+        return a
+
+    return result
+
+
+def interleave(parts: dict[tuple[int, ...], ir.Value], strides: Sequence[int], elem: ir.Type) -> ir.Value:
+    """grid[.., q0, r0, q1, r1, ..] = parts[(r0, r1, ..)][.., q0, q1, ..], zero for
+    residues without a part, rounded to `elem`: the phases of a strided
+    grad_input woven together (depth-to-space) in one elementwise pass, so
+    no phase writes its result with a stride (a strided store kept IREE's
+    CPU code from vectorizing the phase's convolution: 2.2 ms against 0.8).
+    Collapsing each (q, r) pair gives positions q*s + r."""
+    first = next(iter(parts.values()))
+    sizes = lb.sizes_of(first)
+    r = len(strides)
+    lead = len(sizes) - r
+    out_sizes = sizes[:lead] + [size for q, s in zip(sizes[lead:], strides) for size in (q, s)]
+    out = tensor.EmptyOp(out_sizes, elem).result
+    num = len(out_sizes)
+    d = lb.dims(num)
+    part_map = lb.affine_map(num, d[:lead] + [d[lead + 2 * a] for a in range(r)])
+    maps = [part_map] * len(parts) + [ir.AffineMap.get_identity(num)]
+    acc_type = ir.RankedTensorType(first.type).element_type
+    index_type = ir.IndexType.get()
+
+    @linalg.generic(list(parts.values()), [out], maps, [PARALLEL] * num)
+    def result(*args):
+        residue = [linalg.IndexOp(lead + 2 * a + 1).result for a in range(r)]
+        value = arith.constant(acc_type, 0.0)
+        for key, part in zip(parts, args[:-1]):
+            chosen = None
+            for a, wanted in enumerate(key):
+                same = arith.cmpi(arith.CmpIPredicate.eq, residue[a], arith.constant(index_type, wanted))
+                chosen = same if chosen is None else arith.andi(chosen, same)
+            value = arith.select(chosen, part, value)
+        return value if elem == acc_type else arith.truncf(elem, value)
+
+    return result

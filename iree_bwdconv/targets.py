@@ -1,0 +1,31 @@
+"""The IREE target a lowering is for. The linalg forms IREE 3.13 compiles
+best differ per target (docs/performance.md), so the patterns ask."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from typing import Iterator
+
+TARGETS = ("cpu", "gfx942", "cuda")
+DEFAULT = "cpu"
+_current: contextvars.ContextVar[str] = contextvars.ContextVar("iree_bwdconv_target", default=DEFAULT)
+
+
+def current() -> str:
+    return _current.get()
+
+
+def check(target: str) -> str:
+    if target not in TARGETS:
+        raise ValueError(f"target={target!r}: expected one of {', '.join(TARGETS)}")
+    return target
+
+
+@contextlib.contextmanager
+def lowering_for(target: str) -> Iterator[None]:
+    token = _current.set(check(target))
+    try:
+        yield
+    finally:
+        _current.reset(token)
