@@ -25,7 +25,6 @@ from . import modules
 from .shapes import SHAPES, Shape
 
 FORM_VARIABLE = "IREE_BWDCONV_GRAD_INPUT_FORM"
-FUSE_PADDING = "--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops"
 
 
 def _inputs(shape: Shape) -> list[str]:
@@ -49,7 +48,6 @@ def _variants(shape: Shape, mask) -> dict[str, tuple[str, tuple[str, ...]]]:
         os.environ[FORM_VARIABLE] = form
         text = lowering.lower_torch(lowering.parse_torch_mlir(raw), target="cuda")
         out[f"ours-{form}"] = (text, ())
-        out[f"ours-{form}+fusepad"] = (text, (FUSE_PADDING,))
     os.environ.pop(FORM_VARIABLE, None)
     return out
 

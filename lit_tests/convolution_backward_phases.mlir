@@ -59,8 +59,8 @@ func.func @grad_input_2d_s2_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,4,4],f32>, %
 // -----
 
 // 1x1 stride 2: one contraction (a GEMM) on grad_output as it is (no pad,
-// no tap gather, no flip); only its result is spread over the grid, rounded
-// to f16 on the way.
+// no tap gather, no flip); a single live phase's result, rounded to f16, is
+// inserted with stride 2 into zeros (faster than the weave for one phase).
 // CHECK-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16
 // CHECK-NOT:     tensor.pad
 // CHECK-NOT:     tensor.extract
@@ -68,12 +68,9 @@ func.func @grad_input_2d_s2_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,4,4],f32>, %
 // CHECK:         linalg.generic {{.*}}reduction
 // CHECK-SAME:      ins(%[[DY]], %{{.*}} : tensor<2x8x4x4xf16>, tensor<4x8x1x1xf16>)
 // CHECK-SAME:      outs(%{{.*}} : tensor<2x4x4x4xf32>)
-// CHECK:         linalg.generic
-// CHECK-SAME:      outs(%{{.*}} : tensor<2x4x4x2x4x2xf16>)
 // CHECK:           arith.truncf {{.*}} : f32 to f16
-// CHECK:         tensor.collapse_shape {{.*}} into tensor<2x4x8x8xf16>
+// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 0] [2, 4, 4, 4] [1, 1, 2, 2] : tensor<2x4x4x4xf16> into tensor<2x4x8x8xf16>
 // CHECK-NOT:     linalg.generic {{.*}}reduction
-// CHECK-NOT:     tensor.insert_slice
 
 func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16(%arg0: !torch.vtensor<[2,8,4,4],f16>, %arg1: !torch.vtensor<[2,4,8,8],f16>, %arg2: !torch.vtensor<[8,4,1,1],f16>) -> !torch.vtensor<[2,4,8,8],f16> {
   %true = torch.constant.bool true
@@ -130,7 +127,7 @@ func.func @grad_input_1d_k2_s3_p0_d1_g1_f32(%arg0: !torch.vtensor<[2,4,3],f32>, 
 // CHECK:         linalg.generic {{.*}}reduction
 // CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<2x2x2x8xf32>, tensor<2x2x2x3xf32>) outs(%{{.*}} : tensor<2x2x2x6xf32>)
 // CHECK-NOT:     linalg.generic {{.*}}reduction
-// CHECK:         outs(%{{.*}} : tensor<2x2x2x6x2xf32>)
+// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 0] [2, 2, 2, 6] [1, 1, 1, 2] : tensor<2x2x2x6xf32> into tensor<2x2x2x12xf32>
 // CHECK:         tensor.extract_slice %{{.*}}[0, 0, 2] [2, 4, 9] [1, 1, 1]
 
 func.func @grad_input_1d_k3_s2_p2_d2_g2_f32(%arg0: !torch.vtensor<[2,4,5],f32>, %arg1: !torch.vtensor<[2,4,9],f32>, %arg2: !torch.vtensor<[4,2,3],f32>) -> !torch.vtensor<[2,4,9],f32> {
