@@ -1,5 +1,6 @@
-"""Every registered case: numerics on the CPU against eager float64, and a
-compile for gfx942 and CUDA so that no target breaks silently."""
+"""Every registered case: numerics on the CPU against eager float64 (with
+the CPU's forms and with the GPU targets' forms), and a compile for gfx942
+and CUDA so that no target breaks silently."""
 
 from __future__ import annotations
 
@@ -32,6 +33,20 @@ def test_matches_eager_float64(name: str) -> None:
         compiled_before = len(functional._cache)
         run_and_compare(case, with_batch(case.tensors(), case.input_shape[0] + 3))
         assert len(functional._cache) == compiled_before, "a new batch size recompiled"
+
+
+@pytest.mark.parametrize("name", list(_params()))
+def test_gpu_forms_match_eager_float64(name: str, monkeypatch) -> None:
+    """The forms the lowering picks for GPU targets (which this machine cannot
+    run) compiled for and run on the CPU: a wrong GPU form shows here."""
+    original = functional.lowered
+    monkeypatch.setattr(functional, "lowered",
+                        lambda spec, bias_sizes=None, target="cpu": original(spec, bias_sizes, "cuda"))
+    functional.clear_cache()  # modules compiled with the CPU's forms must not answer
+    try:
+        run_and_compare(CASES[name])
+    finally:
+        functional.clear_cache()
 
 
 @pytest.mark.parametrize("target", ["gfx942", "cuda"])

@@ -186,13 +186,14 @@ class Phase:
         """Elements of dy (from dy_start, zero outside dy) the phase reads."""
         return self.count + (self.taps - 1) * self.tap_dilation if self.taps else 0
 
-    def grid_window(self, rows: int) -> tuple[int, int]:
+    def grid_window(self, rows: int, first_row: int = 0) -> tuple[int, int]:
         """(start, length) of the dy window (zero outside dy) that computes the
-        phase for every grid row q < rows (`phase_grid_length`), not only its
-        own `count` rows: row q reads `dy[start + q + j*tap_dilation]`. The
-        extra rows hold positions outside [0, I) or reading only padding
+        phase for grid rows first_row <= q < first_row + rows, e.g. every row
+        of the grid (`phase_grid_length`), not only its own `count` rows: row
+        q reads `dy[start + (q - first_row) + j*tap_dilation]`. Rows beyond the
+        phase's own hold positions outside [0, I) or reading only padding
         (zero), and are cropped or are right as they are."""
-        return self.dy_start - self.first_q, rows + (self.taps - 1) * self.tap_dilation
+        return self.dy_start - self.first_q + first_row, rows + (self.taps - 1) * self.tap_dilation
 
 
 def grad_input_phases(

@@ -17,7 +17,7 @@ from typing import Callable, Optional
 from torch_mlir import ir
 
 from . import contraction_forms as forms
-from . import geometry
+from . import geometry, targets
 from . import linalg_builders as lb
 from . import torch_ir
 from .errors import InvalidArgumentError
@@ -41,13 +41,33 @@ def grad_bias(spec: ConvBackwardSpec, grad_output: ir.Value) -> ir.Value:
     return lb.convert(acc, lb.element_type(spec.dtype))
 
 
+# On the H100 the im2col matmul lost to one contraction where im2col is only
+# a copy of x (1x1 kernels: n4 c32 k224 470x725, all gradients, 44 ms against
+# 31) and where the weight gradient is small and its reduction long (3x3 c3
+# k32 940x1450: 177 ms against 147), and won everywhere else (i2v 3x3 c384:
+# 4.2 ms against 31; docs/performance.md).
+GPU_IM2COL_MIN_WEIGHT = 1 << 16
+
+
+def grad_weight_by_im2col(spec: ConvBackwardSpec) -> bool:
+    """The form of grad_weight for the current target: im2col + matmul on the
+    CPU and for grouped convolutions; on GPU targets otherwise only for
+    kernels larger than 1x1 whose gradient has at least GPU_IM2COL_MIN_WEIGHT
+    elements, else one contraction."""
+    if targets.current() == "cpu" or spec.groups > 1:
+        return True  # grouped: the contraction failed to compile for CUDA (3x3 g32 c256 200x200)
+    return any(k > 1 for k in spec.kernel) and math.prod(spec.weight_shape) >= GPU_IM2COL_MIN_WEIGHT
+
+
 def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value) -> ir.Value:
-    """Weight gradient as an im2col gather and one matmul per group; reads
-    the padded source at `o*s + k*d`, so no zero is ever multiplied but those
-    of the padding itself.
+    """Weight gradient; reads the padded source at `o*s + k*d`, so no zero is
+    ever multiplied but those of the padding itself.
 
     transposed=False: dw[g,f,(c,k)] = sum_{(n,o)} dy[n,g,f,o] * xp[n,g,c,o*s+k*d]
     transposed=True:  dw[g,c,(f,k)] = sum_{(n,i)} x[n,g,c,i] * dyp[n,g,f,i*s+k*d]
+
+    as an im2col gather and one matmul per group, or as one contraction
+    (`grad_weight_by_im2col`).
     """
     r, groups = spec.spatial_rank, spec.groups
     c_in, f_out = spec.in_channels // groups, spec.out_channels // groups
@@ -67,6 +87,8 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
     x = lb.expand_dim(input_, 1, (groups, c_in))
     dy = lb.expand_dim(grad_output, 1, (groups, f_out))
     plain, windowed, rows, columns = (x, dy, c_in, f_out) if spec.transposed else (dy, x, f_out, c_in)
+    if not grad_weight_by_im2col(spec):
+        return _grad_weight_contraction(spec, plain, windowed, rows, columns)
 
     lhs = forms.collapse_range(forms.transpose(plain, [1, 2, 0, *range(3, 3 + r)]), 2, 3 + r)  # [g, row, n*o]
     cols = forms.im2col(windowed, windows, spec.kernel, spec.stride, spec.dilation)  # [g, n, o.., col, k..]
@@ -79,6 +101,26 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
     if groups > 1:
         acc = lb.collapse_dims(acc, 0)
     return lb.convert(acc, lb.element_type(spec.dtype))
+
+
+def _grad_weight_contraction(
+    spec: ConvBackwardSpec, plain: ir.Value, windowed: ir.Value, rows: int, columns: int
+) -> ir.Value:
+    """dw[g,row,col,k] = sum_{n,o} windowed[n,g,col,o*s+k*d] * plain[n,g,row,o], one
+    generic. The windowed operand must come first: with the operands swapped,
+    IREE's GPU code generation failed to compile some of these ("failed to
+    pack reduction dimensions": the demo CNN's stem, 1x1 c512 k1024 100x100)
+    and took 5 s on the 1x1 n32 c1024 k2048 50x50 gradients."""
+    r = spec.spatial_rank
+    num = 4 + 2 * r
+    g, row, col, *rest = lb.dims(num)
+    k, (n, *o) = rest[:r], rest[r:]
+    reads = [oi * s + ki * d for oi, ki, s, d in zip(o, k, spec.stride, spec.dilation)]
+    maps = [lb.affine_map(num, [n, g, col, *reads]), lb.affine_map(num, [n, g, row, *o]),
+            lb.affine_map(num, [g, row, col, *k])]
+    init = lb.zeros([spec.groups, rows, columns, *spec.kernel], lb.element_type(ACCUMULATOR))
+    acc = lb.contraction(windowed, plain, init, maps, [PARALLEL] * (3 + r) + [REDUCTION] * (1 + r))
+    return lb.convert(lb.collapse_dims(acc, 0), lb.element_type(spec.dtype))
 
 
 def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:

@@ -41,10 +41,10 @@ BENEFIT = 2  # preferred over the direct form wherever it applies
 
 def _phase_contraction(
     spec: ConvBackwardSpec, dy: ir.Value, weight: ir.Value, phases: tuple[geometry.Phase, ...],
-    rows: list[int],
+    rows: list[int], first_rows: Optional[list[int]] = None,
 ) -> ir.Value:
     """dx_r[n,g,c,q] = sum_{f,j} dy[n,g,f,start + q + D*j] * T_r[g,c,f,j] in f32
-    for every grid row q (`Phase.grid_window`),
+    for `rows` grid rows from `first_rows` (default 0; `Phase.grid_window`),
     where T_r is the phase's own reversed sub-kernel (the weight itself for a
     1x1 kernel), as a convolution of the window of dy (`contraction_forms.conv`).
     Without groups, dy is [n,f,..] and the result [n,c,..].
@@ -70,7 +70,7 @@ def _phase_contraction(
     if groups == 1:
         taps = lb.collapse_dims(taps, 0)
     lead = [0] * (ir.RankedTensorType(dy.type).rank - r)
-    windows = [ph.grid_window(n) for ph, n in zip(phases, rows)]
+    windows = [ph.grid_window(n, first) for ph, n, first in zip(phases, rows, first_rows or [0] * r)]
     low = lead + [-start for start, _ in windows]
     high = lead + [start + length - o for (start, length), o in zip(windows, spec.output_spatial)]
     window = lb.pad_or_crop(dy, low, high)
@@ -81,37 +81,37 @@ def _phase_contraction(
 
 def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
     """Every live phase over the whole [q, residue] grid, woven into the grid
-    by one elementwise op (a single live phase: inserted with stride into a
-    zero grid), then cropped at the padding."""
+    by one elementwise op, then cropped at the padding; a single live phase
+    is inserted with stride into a zero grad_input instead."""
     r, groups = spec.spatial_rank, spec.groups
     f_out = spec.out_channels // groups
     per_dim = [geometry.grad_input_phases(*dim) for dim in spec.per_dim()]
     rows = [geometry.phase_grid_length(i, s, p) for i, s, p in zip(spec.input_spatial, spec.stride, spec.padding)]
     dy = lb.expand_dim(grad_output, 1, (groups, f_out)) if groups > 1 else grad_output
     w = lb.expand_dim(weight, 0, (groups, f_out))
-    parts = {}
-    for phases in itertools.product(*per_dim):
-        if all(ph.reads_dy(o) for ph, o in zip(phases, spec.output_spatial)):  # else empty or all padding: zeros
-            parts[tuple(ph.residue for ph in phases)] = _phase_contraction(spec, dy, w, phases, rows)
-    if not parts:
+    live = [phases for phases in itertools.product(*per_dim)
+            if all(ph.reads_dy(o) for ph, o in zip(phases, spec.output_spatial))]  # others: zeros
+    if not live:
         return gradients.zeros_like_input(spec, grad_output)
     lead = ir.RankedTensorType(dy.type).rank - r
     dtype = lb.element_type(spec.dtype)
-    if len(parts) == 1:
-        # One live phase (a 1x1 kernel): its result goes into a zero grid with
-        # stride s. On the H100 this ran 1.85 ms against the weave's 3.07
-        # (1x1 s2 n32 c1024 k2048 50x50), on the CPU 0.45 against 0.53.
-        (residues, part), = parts.items()
-        grid = lb.zeros(lb.sizes_of(part)[:lead] + [n * s for n, s in zip(rows, spec.stride)], dtype)
-        grid = lb.insert_strided(lb.convert(part, dtype), grid, [0] * lead + list(residues),
-                                 [1] * lead + list(spec.stride))
-    else:
-        grid = forms.interleave(parts, spec.stride, dtype)
-        for axis in range(r):  # [.., q, s, ..] -> [.., q*s, ..]
-            grid = lb.collapse_dims(grid, lead + axis)
+    batch = lb.sizes_of(grad_output)[0]
+    if len(live) == 1:
+        # One live phase (a 1x1 kernel): its own rows alone go into a zero
+        # grad_input with stride s. On the H100 this ran 1.85 ms against the
+        # weave's 3.07 (1x1 s2 n32 c1024 k2048 50x50), on the CPU 0.45 against 0.53.
+        (phases,) = live
+        part = _phase_contraction(spec, dy, w, phases, [ph.count for ph in phases], [ph.first_q for ph in phases])
+        dx = lb.zeros(lb.sizes_of(part)[:lead] + list(spec.input_spatial), dtype)
+        offsets = [ph.first_q * s + ph.residue - p for ph, s, p in zip(phases, spec.stride, spec.padding)]
+        dx = lb.insert_strided(lb.convert(part, dtype), dx, [0] * lead + offsets, [1] * lead + list(spec.stride))
+        return lb.collapse_dims(dx, 1) if groups > 1 else dx
+    parts = {tuple(ph.residue for ph in phases): _phase_contraction(spec, dy, w, phases, rows) for phases in live}
+    grid = forms.interleave(parts, spec.stride, dtype)
+    for axis in range(r):  # [.., q, s, ..] -> [.., q*s, ..]
+        grid = lb.collapse_dims(grid, lead + axis)
     if groups > 1:
         grid = lb.collapse_dims(grid, 1)
-    batch = lb.sizes_of(grad_output)[0]
     return lb.extract(grid, [0, 0, *spec.padding], [batch, spec.in_channels, *spec.input_spatial])
 
 

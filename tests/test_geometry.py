@@ -142,6 +142,8 @@ def test_phases_compute_grad_input_exactly(k, s, d, p, n):
             assert 0 <= i < n and got[i] is None, "phases must partition the positions"
             got[i] = sum(read(ph.dy_start + m + j * ph.tap_dilation) * w[tap]
                          for j, tap in enumerate(ph.tap_indices))
+        if ph.taps:  # its own rows, as a window: what the pattern uses for a single live phase
+            assert ph.grid_window(ph.count, ph.first_q) == (ph.dy_start, ph.dy_length)
         if ph.taps == 0:  # an empty phase: no tap reaches its positions at all
             assert all((t * d - ph.residue) % s for t in range(k))
         if not ph.reads_dy(o_size):  # skipped by the pattern: must be all zeros
