@@ -5,6 +5,7 @@ the same weights; saves both sets of gradients for the test to compare."""
 from __future__ import annotations
 
 import copy
+import gc
 import os
 import sys
 
@@ -32,6 +33,14 @@ def main(out_dir: str, cache_dir: str) -> None:
         "eager": [p.grad for p in eager.parameters()],
     }
     torch.save(grads, os.path.join(out_dir, f"rank{rank}.pt"))
+    # Free the DDP wrappers while the process group is still registered.
+    # Otherwise the last reference to the group dies with a Reducer, whose
+    # destructor holds the GIL while the group joins its worker threads; a
+    # worker freeing a finished allreduce needs the GIL, and the rank hangs
+    # at exit (a PyTorch teardown race, seen about once in twenty runs).
+    del compiled, ours, eager, grads
+    torch._dynamo.reset()
+    gc.collect()
     dist.destroy_process_group()
 
 
