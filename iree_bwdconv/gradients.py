@@ -97,7 +97,8 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
         lhs, cols = lb.collapse_dims(lhs, 0), lb.collapse_dims(cols, 0)
     init = lb.zeros([*([groups] if groups > 1 else []), rows, columns * math.prod(spec.kernel)],
                     lb.element_type(ACCUMULATOR))
-    acc = forms.expand_trailing(forms.matmul(lhs, cols, init), [columns, *spec.kernel])
+    named = targets.current() == "cpu"  # see forms.matmul
+    acc = forms.expand_trailing(forms.matmul(lhs, cols, init, named), [columns, *spec.kernel])
     if groups > 1:
         acc = lb.collapse_dims(acc, 0)
     return lb.convert(acc, lb.element_type(spec.dtype))

@@ -1,4 +1,5 @@
 // RUN: iree-bwdconv opt --pattern convolution_backward --split-input-file %s | FileCheck %s
+// RUN: iree-bwdconv opt --pattern convolution_backward --target cuda --split-input-file %s | FileCheck --check-prefix=GPU %s
 
 // All three gradients. grad_input: dy scattered with stride 2 into zeros padded
 // by d*(K-1)-p = 1, the kernel reversed by a gather and transposed to the
@@ -15,14 +16,14 @@
 // CHECK-SAME:      iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]
 // CHECK-SAME:      ins(%[[SCATTERED]], %[[FILTER]] : tensor<2x4x10x10xf32>, tensor<3x4x3x3xf32>) outs(%{{.*}} : tensor<2x3x8x8xf32>)
 // grad_weight: the input padded by p, gathered at o*s + k*d into an im2col
-// matrix [(n, o), (c, k)], and one matmul with dy as [f, (n, o)].
+// matrix [(n, o), (c, k)], and one matmul with dy as [f, (n, o)]: on the
+// CPU the named linalg.matmul, which IREE keeps row-major (a generic's
+// surrounding transposes get folded into its maps).
 // CHECK:         tensor.pad {{.*}} low[0, 0, 1, 1] high[0, 0, 0, 0]
 // CHECK:         outs(%{{.*}} : tensor<1x2x4x4x3x3x3xf32>)
 // CHECK:         %[[A:.*]] = tensor.collapse_shape {{.*}} into tensor<4x32xf32>
 // CHECK:         %[[B:.*]] = tensor.collapse_shape {{.*}} into tensor<32x27xf32>
-// CHECK:         linalg.generic
-// CHECK-SAME:      iterator_types = ["parallel", "parallel", "reduction"]
-// CHECK-SAME:      ins(%[[A]], %[[B]] : tensor<4x32xf32>, tensor<32x27xf32>) outs(%{{.*}} : tensor<4x27xf32>)
+// CHECK:         linalg.matmul ins(%[[A]], %[[B]] : tensor<4x32xf32>, tensor<32x27xf32>) outs(%{{.*}} : tensor<4x27xf32>)
 // CHECK:         tensor.expand_shape {{.*}} output_shape [4, 3, 3, 3]
 // grad_bias: a reduction over n, h, w.
 // CHECK:         linalg.generic
@@ -49,14 +50,23 @@ func.func @grad_2d_s2_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,4,4],f32>, %arg1: 
 
 // -----
 
-// A 1x1 kernel: no flip (no gather of the weight), the weight is only transposed.
+// A 1x1 kernel: no flip (no gather of the weight). On the CPU the GEMM is the
+// named matmul [n*h*w, f] x [f, c] between transposes; on GPU targets a
+// convolution-shaped generic with the weight only transposed.
 // CHECK-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f32
 // CHECK-NOT:     tensor.extract
 // CHECK-NOT:     linalg.index
-// CHECK:         linalg.generic {{.*}} ins(%{{.*}} : tensor<8x4x1x1xf32>) outs(%{{.*}} : tensor<4x8x1x1xf32>)
-// CHECK-NOT:     tensor.extract
+// CHECK:         linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<128x8xf32>, tensor<8x4xf32>) outs(%{{.*}} : tensor<128x4xf32>)
 // CHECK:         linalg.generic
-// CHECK-SAME:      outs(%{{.*}} : tensor<2x4x8x8xf32>)
+// CHECK-SAME:      outs(%{{.*}} : tensor<2x4x64xf32>)
+
+// GPU-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f32
+// GPU-NOT:     tensor.extract
+// GPU-NOT:     linalg.index
+// GPU:         linalg.generic {{.*}} ins(%{{.*}} : tensor<8x4x1x1xf32>) outs(%{{.*}} : tensor<4x8x1x1xf32>)
+// GPU-NOT:     tensor.extract
+// GPU:         linalg.generic
+// GPU-SAME:      outs(%{{.*}} : tensor<2x4x8x8xf32>)
 
 func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f32(%arg0: !torch.vtensor<[2,8,4,4],f32>, %arg1: !torch.vtensor<[2,4,8,8],f32>, %arg2: !torch.vtensor<[8,4,1,1],f32>) -> !torch.vtensor<[2,4,8,8],f32> {
   %true = torch.constant.bool true
@@ -195,8 +205,7 @@ func.func @grad_bias_1d_s1_p0_d1_g1_bf16(%arg0: !torch.vtensor<[2,4,6],bf16>, %a
 // CHECK:         output_shape [%[[DIM]], 1, 3, 5, 5, 5]
 // CHECK:         tensor.collapse_shape {{.*}} into tensor<4x?xf32>
 // CHECK:         tensor.collapse_shape {{.*}} into tensor<?x81xf32>
-// CHECK:         linalg.generic
-// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<4x?xf32>, tensor<?x81xf32>) outs(%{{.*}} : tensor<4x81xf32>)
+// CHECK:         linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x?xf32>, tensor<?x81xf32>) outs(%{{.*}} : tensor<4x81xf32>)
 
 func.func @grad_weight_3d_s2_p1_d1_g1_dynbatch_f32(%arg0: !torch.vtensor<[?,4,2,2,2],f32>, %arg1: !torch.vtensor<[?,3,4,4,4],f32>, %arg2: !torch.vtensor<[4,3,3,3,3],f32>) -> !torch.vtensor<[4,3,3,3,3],f32> {
   %true = torch.constant.bool true

@@ -1,4 +1,5 @@
 // RUN: env IREE_BWDCONV_GRAD_INPUT_FORM=per-phase iree-bwdconv opt --pattern convolution_backward_phases --split-input-file %s 2>%t.notes | FileCheck %s
+// RUN: env IREE_BWDCONV_GRAD_INPUT_FORM=per-phase iree-bwdconv opt --pattern convolution_backward_phases --target cuda --split-input-file %s 2>/dev/null | FileCheck --check-prefix=GPU %s
 // RUN: FileCheck --check-prefix=NOTE %s < %t.notes
 // RUN: env IREE_BWDCONV_GRAD_INPUT_FORM=sub-pixel iree-bwdconv opt --pattern convolution_backward_phases --split-input-file %s 2>/dev/null | FileCheck --check-prefix=SUBPIXEL %s
 // NOTE: convolution_backward_phases did not match torch.aten.convolution_backward {{.*}}: stride 1 in every dim
@@ -59,18 +60,33 @@ func.func @grad_input_2d_s2_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,4,4],f32>, %
 // -----
 
 // 1x1 stride 2: one contraction (a GEMM) on grad_output as it is (no pad,
-// no tap gather, no flip); a single live phase's result, rounded to f16, is
-// inserted with stride 2 into zeros (faster than the weave for one phase).
+// no tap gather, no flip). On the CPU the named matmul between transposes
+// of grad_output and of its result, woven with zeros into grad_input by one
+// elementwise op; on GPU targets a convolution-shaped GEMM whose result,
+// rounded to f16, is inserted with stride 2 into zeros.
 // CHECK-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16
 // CHECK-NOT:     tensor.pad
 // CHECK-NOT:     tensor.extract
-// CHECK:         %[[DY:.*]] = torch_c.to_builtin_tensor %arg0
-// CHECK:         linalg.generic {{.*}}reduction
-// CHECK-SAME:      ins(%[[DY]], %{{.*}} : tensor<2x8x4x4xf16>, tensor<4x8x1x1xf16>)
-// CHECK-SAME:      outs(%{{.*}} : tensor<2x4x4x4xf32>)
-// CHECK:           arith.truncf {{.*}} : f32 to f16
-// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 0] [2, 4, 4, 4] [1, 1, 2, 2] : tensor<2x4x4x4xf16> into tensor<2x4x8x8xf16>
+// CHECK-NOT:     tensor.insert_slice
+// CHECK:         linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<32x8xf16>, tensor<8x4xf16>) outs(%{{.*}} : tensor<32x4xf32>)
 // CHECK-NOT:     linalg.generic {{.*}}reduction
+// CHECK:         linalg.generic {{.*}} outs(%{{.*}} : tensor<2x4x4x2x4x2xf16>)
+// CHECK:           arith.select
+// CHECK:           arith.truncf {{.*}} : f32 to f16
+// CHECK-NOT:     tensor.insert_slice
+// CHECK-NOT:     linalg.generic {{.*}}reduction
+
+// GPU-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16
+// GPU-NOT:     tensor.pad
+// GPU-NOT:     tensor.extract
+// GPU:         %[[DY:.*]] = torch_c.to_builtin_tensor %arg0
+// GPU:         linalg.generic {{.*}}reduction
+// GPU-SAME:      ins(%[[DY]], %{{.*}} : tensor<2x8x4x4xf16>, tensor<4x8x1x1xf16>)
+// GPU-SAME:      outs(%{{.*}} : tensor<2x4x4x4xf32>)
+// GPU:           arith.truncf {{.*}} : f32 to f16
+// GPU:         tensor.insert_slice {{.*}}[0, 0, 0, 0] [2, 4, 4, 4] [1, 1, 2, 2] : tensor<2x4x4x4xf16> into tensor<2x4x8x8xf16>
+// GPU-NOT:     linalg.generic {{.*}}reduction
+// GPU:         return
 
 func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16(%arg0: !torch.vtensor<[2,8,4,4],f16>, %arg1: !torch.vtensor<[2,4,8,8],f16>, %arg2: !torch.vtensor<[8,4,1,1],f16>) -> !torch.vtensor<[2,4,8,8],f16> {
   %true = torch.constant.bool true

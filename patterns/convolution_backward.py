@@ -15,11 +15,22 @@ from torch_mlir import ir
 from torch_mlir.rewrite import PatternRewriter
 
 from iree_bwdconv import contraction_forms as forms
-from iree_bwdconv import geometry, gradients
+from iree_bwdconv import geometry, gradients, targets
 from iree_bwdconv import linalg_builders as lb
 from iree_bwdconv.spec import ConvBackwardSpec
 
 ROOT = "torch.aten.convolution_backward"
+
+
+def _im2col_matmul_applies(spec: ConvBackwardSpec) -> bool:
+    """Ungrouped, on the CPU, without inserted zeros (stride 1) or with a 1x1
+    kernel: an im2col gather and the named matmul
+    (`contraction_forms.im2col_matmul`) ran 0.7x the convolution-shaped
+    generic's time on ResNet-50's c128/c256 3x3 layers, as fast on c64, and
+    3x-5x faster on 1x1 kernels; over a zero-inserted grad_output (3x3
+    stride 2) it ran 1.6x slower (docs/performance.md)."""
+    no_zeros = all(s == 1 for s in spec.stride) or all(k == 1 for k in spec.kernel)
+    return spec.groups == 1 and no_zeros and targets.current() == "cpu"
 
 
 def grad_input_direct(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
@@ -42,9 +53,12 @@ def grad_input_direct(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
         zero_buf = lb.zeros([batch, spec.out_channels, *(p.length for p in places)],
                             lb.element_type(spec.dtype))
         buf = lb.insert_strided(used, zero_buf, [0, 0, *(p.offset for p in places)], [1, 1, *spec.stride])
+    w = lb.flip(weight, range(2, 2 + r))
+    if _im2col_matmul_applies(spec):
+        acc = forms.im2col_matmul(buf, w, spec.dilation, lb.element_type(gradients.ACCUMULATOR))
+        return lb.convert(acc, lb.element_type(spec.dtype))
     # The filter of this convolution is the kernel reversed, input and
     # output channels swapped: [(g,) c, f, *K].
-    w = lb.flip(weight, range(2, 2 + r))
     if groups > 1:
         buf, w = lb.expand_dim(buf, 1, (groups, f_out)), lb.expand_dim(w, 0, (groups, f_out))
     lead = 1 if groups > 1 else 0

@@ -14,8 +14,10 @@ phase into grad_input were tried next: IREE fuses the strided store into the
 phase's convolution, which then does not vectorize on the CPU.)
 An empty phase (stride > kernel, or gcd(stride, dilation) > 1) emits no
 contraction; its positions get zeros. A 1x1 kernel has one non-empty phase:
-its contraction runs on grad_output as it is and its result alone is
-inserted with stride s into zeros, which measured faster than the weave.
+its contraction runs on grad_output as it is: on GPU targets its result
+alone is inserted with stride s into zeros, which measured faster there
+than the weave; on the CPU it is a named matmul between transposes
+(`contraction_forms.im2col_matmul`), woven with zeros.
 """
 
 from __future__ import annotations
@@ -69,14 +71,32 @@ def _phase_contraction(
         taps = forms.transpose(taps, [0, 2, 1, *range(3, 3 + r)])  # [g, c, f, *j]
     if groups == 1:
         taps = lb.collapse_dims(taps, 0)
+    window = _phase_window(spec, dy, phases, rows, first_rows)
+    channels = [groups, c_in] if groups > 1 else [c_in]
+    init = lb.zeros([lb.sizes_of(dy)[0], *channels, *rows], lb.element_type(gradients.ACCUMULATOR))
+    return forms.conv(window, taps, init, [1] * r, [ph.tap_dilation for ph in phases])
+
+
+def _phase_window(
+    spec: ConvBackwardSpec, dy: ir.Value, phases: tuple[geometry.Phase, ...],
+    rows: list[int], first_rows: Optional[list[int]] = None,
+) -> ir.Value:
+    """The part of dy that `rows` grid rows of the phase read, zero-padded
+    where they reach past dy (`Phase.grid_window`)."""
+    r = spec.spatial_rank
     lead = [0] * (ir.RankedTensorType(dy.type).rank - r)
     windows = [ph.grid_window(n, first) for ph, n, first in zip(phases, rows, first_rows or [0] * r)]
     low = lead + [-start for start, _ in windows]
     high = lead + [start + length - o for (start, length), o in zip(windows, spec.output_spatial)]
-    window = lb.pad_or_crop(dy, low, high)
-    channels = [groups, c_in] if groups > 1 else [c_in]
-    init = lb.zeros([lb.sizes_of(dy)[0], *channels, *rows], lb.element_type(gradients.ACCUMULATOR))
-    return forms.conv(window, taps, init, [1] * r, [ph.tap_dilation for ph in phases])
+    return lb.pad_or_crop(dy, low, high)
+
+
+def _one_matmul_applies(spec: ConvBackwardSpec, live: list) -> bool:
+    """One live phase (a 1x1 kernel), ungrouped, on the CPU: one row-major
+    matmul (`contraction_forms.im2col_matmul`) whose result is woven into
+    the grid."""
+    one_tap = all(k == 1 for k in spec.kernel)  # not one live phase of many taps (gcd(s, d) > 1)
+    return one_tap and len(live) == 1 and spec.groups == 1 and targets.current() == "cpu"
 
 
 def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
@@ -96,6 +116,10 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
     lead = ir.RankedTensorType(dy.type).rank - r
     dtype = lb.element_type(spec.dtype)
     batch = lb.sizes_of(grad_output)[0]
+    if _one_matmul_applies(spec, live):
+        (phases,) = live
+        window = _phase_window(spec, grad_output, phases, rows)
+        return _weave(spec, {tuple(ph.residue for ph in phases): forms.im2col_matmul(window, weight, [1] * r, lb.element_type(gradients.ACCUMULATOR))}, batch)
     if len(live) == 1:
         # One live phase (a 1x1 kernel): its own rows alone go into a zero
         # grad_input with stride s. On the H100 this ran 1.85 ms against the
@@ -107,10 +131,18 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
         dx = lb.insert_strided(lb.convert(part, dtype), dx, [0] * lead + offsets, [1] * lead + list(spec.stride))
         return lb.collapse_dims(dx, 1) if groups > 1 else dx
     parts = {tuple(ph.residue for ph in phases): _phase_contraction(spec, dy, w, phases, rows) for phases in live}
-    grid = forms.interleave(parts, spec.stride, dtype)
+    return _weave(spec, parts, batch)
+
+
+def _weave(spec: ConvBackwardSpec, parts: dict[tuple[int, ...], ir.Value], batch: lb.Size) -> ir.Value:
+    """The phases woven into the [q, residue] grid, collapsed to positions
+    q*s + r and cropped at the padding."""
+    r = spec.spatial_rank
+    grid = forms.interleave(parts, spec.stride, lb.element_type(spec.dtype))
+    lead = ir.RankedTensorType(grid.type).rank - 2 * r
     for axis in range(r):  # [.., q, s, ..] -> [.., q*s, ..]
         grid = lb.collapse_dims(grid, lead + axis)
-    if groups > 1:
+    if spec.groups > 1:
         grid = lb.collapse_dims(grid, 1)
     return lb.extract(grid, [0, 0, *spec.padding], [batch, spec.in_channels, *spec.input_spatial])
 
@@ -200,10 +232,15 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     """The grad_input form, unless `$IREE_BWDCONV_GRAD_INPUT_FORM` forces one
     (for measuring); docs/performance.md has the measurements.
 
-    GPU targets: per-phase. On the H100 the sub-pixel form ran 1.6x to 7x
-    slower than per-phase on 5 of the 7 strided shapes where both apply, so
-    it is not picked; it is refused where the phases are not aligned
-    (d/gcd(d, s) > 1).
+    GPU targets: per-phase, but the direct form for grouped convolutions.
+    On the H100 the direct form ran 8.0 ms against per-phase's 13.1 on the
+    grouped g32 shape (8 channels per group); without groups it ran 1.7x
+    slower on the 5x5 and Retinanet shapes, as fast on n1 c3 940x1450, and
+    faster only on ResNet-50's 7x7 stride-2 stem (3 channels: 5.4 ms
+    against 7.5), which alone does not make a rule. The
+    sub-pixel form ran 1.6x to 7x slower than per-phase on 5 of the 7
+    strided shapes where both apply, so it is not picked; it is refused
+    where the phases are not aligned (d/gcd(d, s) > 1).
     CPU: a kernel of one tap per dim is one GEMM on grad_output (per-phase);
     any larger kernel goes to the direct form, because IREE 3.13's CPU code
     for the phases' small convolutions (2x1 taps: 3 GMAC/s) is slower than
@@ -218,7 +255,7 @@ def choose_form(spec: ConvBackwardSpec) -> str:
         return "sub-pixel" if aligned else "per-phase"
     if forced != "auto":
         return forced
-    if targets.current() == "cpu" and any(k > 1 for k in spec.kernel):
+    if any(k > 1 for k in spec.kernel) and (targets.current() == "cpu" or spec.groups > 1):
         return "direct"
     return "per-phase"
 
