@@ -59,7 +59,7 @@ def eager_median_ms(spec: dict, mask: str) -> float:
     dy = torch.randn(spec["n"], spec["k"], *out_hw, device="cuda", dtype=dtype)
     x = torch.randn(spec["n"], spec["c"], *spec["hw"], device="cuda", dtype=dtype)
     w = torch.randn(spec["k"], spec["c"] // spec["groups"], spec["kernel"], spec["kernel"], device="cuda", dtype=dtype)
-    output_mask = [True, False, False] if mask == "grad_input" else [True, True, True]
+    output_mask = {"grad_input": [True, False, False], "grad_weight": [False, True, False]}.get(mask, [True] * 3)
     run = lambda: torch.ops.aten.convolution_backward(  # noqa: E731
         dy, x, w, [spec["k"]], [spec["stride"]] * 2, [spec["padding"]] * 2, [1, 1], False, [0, 0],
         spec["groups"], output_mask)
