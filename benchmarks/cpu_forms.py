@@ -18,6 +18,9 @@ import iree_bwdconv
 from iree_bwdconv import pipeline
 from iree_bwdconv.runtime import LoadedModule
 
+from .forms import GradWeightAsConv
+from .shapes import Shape
+
 N, C, K, H = 2, 64, 64, 56
 REPEATS = 20
 FORM_VARIABLE = "IREE_BWDCONV_GRAD_INPUT_FORM"
@@ -59,13 +62,6 @@ class GradInputIm2col(torch.nn.Module):
         return (w.flip(2, 3).transpose(0, 1).reshape(x.shape[1], -1) @ cols).reshape(x.shape)
 
 
-class GradWeightAsConv(torch.nn.Module):
-    """A forward convolution of x^T with dy^T as the filter (linalg.conv_2d_nchw_fchw)."""
-
-    def forward(self, dy, x, w):
-        return torch.nn.functional.conv2d(x.transpose(0, 1), dy.transpose(0, 1), None, 1, w.shape[-1] // 2).transpose(0, 1)
-
-
 def iree_ms(module: torch.nn.Module, args, form: str = "auto") -> float:
     os.environ[FORM_VARIABLE] = form
     try:
@@ -98,7 +94,8 @@ def main() -> None:
                 rows.append((what, "named conv_2d_nchw_fchw", iree_ms(GradInputAsConv(), args)))
                 rows.append((what, "im2col + matmul", iree_ms(GradInputIm2col(), args)))
             if name == "grad_weight":
-                rows.append((what, "named conv_2d_nchw_fchw over transposes", iree_ms(GradWeightAsConv(), args)))
+                shape = Shape(what, N, C, K, (H, H), k, s, p, dtype="f32")
+                rows.append((what, "named conv_2d_nchw_fchw over transposes", iree_ms(GradWeightAsConv(shape), args)))
             print(f"{what} done", flush=True)
     print(f"\nn{N} c{C} k{K} {H}x{H} f32, minimum of {REPEATS} calls, ms\n")
     print("| gradient | form | ms |\n|---|---|---|")

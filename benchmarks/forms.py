@@ -44,13 +44,17 @@ RESNET50_H100 = (
 )
 
 
-class GradInputAsTransposedConv(torch.nn.Module):
-    """grad_input as torch-mlir lowers a transposed convolution: grad_output
-    scattered into zeros, then a named convolution with the flipped weight."""
+class _NamedForm(torch.nn.Module):
+    """A named-op form of one gradient, `forward(dy, x, w)`, for `shape`."""
 
     def __init__(self, shape: Shape) -> None:
         super().__init__()
         self.shape = shape
+
+
+class GradInputAsTransposedConv(_NamedForm):
+    """grad_input as torch-mlir lowers a transposed convolution: grad_output
+    scattered into zeros, then a named convolution with the flipped weight."""
 
     def forward(self, dy, x, w):
         s, p = self.shape.stride, self.shape.padding
@@ -58,12 +62,8 @@ class GradInputAsTransposedConv(torch.nn.Module):
         return F.conv_transpose2d(dy, w, None, s, p, extra, self.shape.groups)
 
 
-class GradInputAsMatmul(torch.nn.Module):
+class GradInputAsMatmul(_NamedForm):
     """1x1 grad_input: the GEMM as a named matmul, its result placed at stride."""
-
-    def __init__(self, shape: Shape) -> None:
-        super().__init__()
-        self.shape = shape
 
     def forward(self, dy, x, w):
         n, k, oh, ow = dy.shape
@@ -76,13 +76,9 @@ class GradInputAsMatmul(torch.nn.Module):
         return spread.reshape(n, -1, oh * s, ow * s)[:, :, :h, :wd]
 
 
-class GradWeightAsConv(torch.nn.Module):
+class GradWeightAsConv(_NamedForm):
     """grad_weight as a forward convolution of x^T with dy^T as the filter,
     dilated by the stride (a named convolution); ungrouped only."""
-
-    def __init__(self, shape: Shape) -> None:
-        super().__init__()
-        self.shape = shape
 
     def forward(self, dy, x, w):
         s, p, kernel = self.shape.stride, self.shape.padding, self.shape.kernel
@@ -90,12 +86,8 @@ class GradWeightAsConv(torch.nn.Module):
         return out[:, :, :kernel, :kernel].transpose(0, 1)
 
 
-class GradWeightAsMatmul(torch.nn.Module):
+class GradWeightAsMatmul(_NamedForm):
     """1x1 grad_weight: the strided input's pixels against grad_output's, one named matmul."""
-
-    def __init__(self, shape: Shape) -> None:
-        super().__init__()
-        self.shape = shape
 
     def forward(self, dy, x, w):
         n, k, oh, ow = dy.shape

@@ -91,12 +91,12 @@ def _phase_window(
     return lb.pad_or_crop(dy, low, high)
 
 
-def _one_matmul_applies(spec: ConvBackwardSpec, live: list) -> bool:
-    """One live phase (a 1x1 kernel), ungrouped, on the CPU: one row-major
+def _one_matmul_applies(spec: ConvBackwardSpec) -> bool:
+    """An ungrouped 1x1 kernel (its one phase) on the CPU: one row-major
     matmul (`contraction_forms.im2col_matmul`) whose result is woven into
-    the grid."""
-    one_tap = all(k == 1 for k in spec.kernel)  # not one live phase of many taps (gcd(s, d) > 1)
-    return one_tap and len(live) == 1 and spec.groups == 1 and targets.current() == "cpu"
+    the grid. Not a single live phase of several taps (gcd(s, d) > 1): its
+    taps are the phase's own, not the weight's."""
+    return all(k == 1 for k in spec.kernel) and spec.groups == 1 and targets.current() == "cpu"
 
 
 def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
@@ -116,10 +116,11 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
     lead = ir.RankedTensorType(dy.type).rank - r
     dtype = lb.element_type(spec.dtype)
     batch = lb.sizes_of(grad_output)[0]
-    if _one_matmul_applies(spec, live):
+    if _one_matmul_applies(spec):
         (phases,) = live
         window = _phase_window(spec, grad_output, phases, rows)
-        return _weave(spec, {tuple(ph.residue for ph in phases): forms.im2col_matmul(window, weight, [1] * r, lb.element_type(gradients.ACCUMULATOR))}, batch)
+        part = forms.im2col_matmul(window, weight, [1] * r, lb.element_type(gradients.ACCUMULATOR))
+        return _weave(spec, {tuple(ph.residue for ph in phases): part}, batch)
     if len(live) == 1:
         # One live phase (a 1x1 kernel): its own rows alone go into a zero
         # grad_input with stride s. On the H100 this ran 1.85 ms against the
