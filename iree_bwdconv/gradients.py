@@ -17,7 +17,7 @@ from typing import Callable, Optional
 from torch_mlir import ir
 
 from . import contraction_forms as forms
-from . import geometry, targets
+from . import geometry, group_split, targets
 from . import linalg_builders as lb
 from . import torch_ir
 from .errors import InvalidArgumentError
@@ -162,18 +162,27 @@ def replace_convolution_backward(
     op: ir.Operation, rewriter, spec: ConvBackwardSpec, grad_input: GradInputBuilder
 ) -> None:
     """Replace the op by the gradients its output_mask asks for, building
-    grad_input with the pattern's own form and the others as above."""
+    grad_input with the pattern's own form and the others as above; on the
+    CPU, grouped ones group by group (`group_split`)."""
+    builders = {
+        "grad_input": lambda s, dy, x, w: (grad_input_transposed if s.transposed else grad_input)(s, dy, w),
+        "grad_weight": lambda s, dy, x, w: grad_weight(s, dy, x),
+    }
+    split = group_split.applies(spec.groups, spec.in_channels)
     with rewriter.ip, op.location:
-        grad_output, input_, weight = (torch_ir.to_builtin(v) for v in list(op.operands)[:3])
-        builders = (
-            lambda: (grad_input_transposed if spec.transposed else grad_input)(spec, grad_output, weight),
-            lambda: grad_weight(spec, grad_output, input_),
-            lambda: grad_bias(spec, grad_output),
-        )
+        operands = [torch_ir.to_builtin(v) for v in list(op.operands)[:3]]
         results = []
-        for index, build in enumerate(builders):
+        for index, name in enumerate(("grad_input", "grad_weight", "grad_bias")):
             type_ = torch_ir.result_type(op, index)
-            results.append(torch_ir.none_value() if type_ is None else torch_ir.from_builtin(build(), type_))
+            if type_ is None:
+                value = torch_ir.none_value()
+            elif name == "grad_bias":  # the same sum with or without groups
+                value = torch_ir.from_builtin(grad_bias(spec, operands[0]), type_)
+            elif split:
+                value = torch_ir.from_builtin(group_split.per_group(spec, name, builders[name], *operands), type_)
+            else:
+                value = torch_ir.from_builtin(builders[name](spec, *operands), type_)
+            results.append(value)
         rewriter.replace_op(op, results)
 
 

@@ -135,7 +135,7 @@ def collapse_dims(value: ir.Value, axis: int) -> ir.Value:
     ).result
 
 
-def _extend(value: ir.Value, acc_type: ir.Type) -> ir.Value:
+def extend(value: ir.Value, acc_type: ir.Type) -> ir.Value:
     if value.type == acc_type:
         return value
     return arith.extf(acc_type, value)
@@ -154,7 +154,7 @@ def contraction(
 
     @linalg.generic([lhs, rhs], [init], list(maps), list(iterators))
     def result(a, b, acc):
-        return arith.addf(acc, arith.mulf(_extend(a, acc_type), _extend(b, acc_type)))
+        return arith.addf(acc, arith.mulf(extend(a, acc_type), extend(b, acc_type)))
 
     return result
 
@@ -165,7 +165,7 @@ def reduction(value: ir.Value, init: ir.Value, maps: Sequence[ir.AffineMap], ite
 
     @linalg.generic([value], [init], list(maps), list(iterators))
     def result(a, acc):
-        return arith.addf(acc, _extend(a, acc_type))
+        return arith.addf(acc, extend(a, acc_type))
 
     return result
 

@@ -111,21 +111,34 @@ func.func @grad_input_2d_k3x1_s1_p1x0_d1_g1_f32(%arg0: !torch.vtensor<[2,4,8,8],
 
 // -----
 
-// Groups split channels into an explicit group dim (the maps of
+// On GPU targets groups are an explicit group dim (the maps of
 // conv_2d_ngchw_gfchw); f16 products accumulate in f32.
+// GPU-LABEL: func.func @grad_input_2d_s2_p1_d1_g4_f16
+// GPU:         tensor.insert_slice {{.*}} [1, 1, 2, 2] : tensor<2x8x4x4xf16> into tensor<2x8x10x10xf16>
+// GPU:         output_shape [2, 4, 2, 10, 10]
+// GPU:         output_shape [4, 2, 2, 3, 3]
+// GPU:         linalg.generic
+// GPU:         linalg.generic
+// GPU-SAME:      ins(%{{.*}}, %{{.*}} : tensor<2x4x2x10x10xf16>, tensor<4x2x2x3x3xf16>)
+// GPU:           arith.extf {{.*}} : f16 to f32
+// GPU:           arith.extf {{.*}} : f16 to f32
+// GPU:           arith.mulf {{.*}} : f32
+// GPU:         -> tensor<2x4x2x8x8xf32>
+// GPU:         arith.truncf {{.*}} : f32 to f16
+// GPU:         torch_c.from_builtin_tensor {{.*}} : tensor<2x8x8x8xf16>
+// On the CPU each group is an ungrouped gradient of its own channels
+// (group_split), and the four results are inserted side by side.
 // CHECK-LABEL: func.func @grad_input_2d_s2_p1_d1_g4_f16
-// CHECK:         tensor.insert_slice {{.*}} [1, 1, 2, 2] : tensor<2x8x4x4xf16> into tensor<2x8x10x10xf16>
-// CHECK:         output_shape [2, 4, 2, 10, 10]
-// CHECK:         output_shape [4, 2, 2, 3, 3]
-// CHECK:         linalg.generic
-// CHECK:         linalg.generic
-// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<2x4x2x10x10xf16>, tensor<4x2x2x3x3xf16>)
-// CHECK:           arith.extf {{.*}} : f16 to f32
-// CHECK:           arith.extf {{.*}} : f16 to f32
-// CHECK:           arith.mulf {{.*}} : f32
-// CHECK:         -> tensor<2x4x2x8x8xf32>
-// CHECK:         arith.truncf {{.*}} : f32 to f16
-// CHECK:         torch_c.from_builtin_tensor {{.*}} : tensor<2x8x8x8xf16>
+// CHECK:         tensor.extract_slice %{{.*}}[0, 0, 0, 0] [2, 2, 4, 4] [1, 1, 1, 1] : tensor<2x8x4x4xf16> to tensor<2x2x4x4xf16>
+// CHECK:         tensor.extract_slice %{{.*}}[0, 0, 0, 0] [2, 2, 3, 3] [1, 1, 1, 1] : tensor<8x2x3x3xf16> to tensor<2x2x3x3xf16>
+// CHECK:         linalg.generic {{.*}}reduction
+// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<2x2x10x10xf16>, tensor<2x2x3x3xf16>) outs(%{{.*}} : tensor<2x2x8x8xf32>)
+// CHECK:         tensor.extract_slice %{{.*}}[0, 6, 0, 0] [2, 2, 4, 4] [1, 1, 1, 1] : tensor<2x8x4x4xf16> to tensor<2x2x4x4xf16>
+// CHECK:         tensor.extract_slice %{{.*}}[6, 0, 0, 0] [2, 2, 3, 3] [1, 1, 1, 1] : tensor<8x2x3x3xf16> to tensor<2x2x3x3xf16>
+// CHECK:         %[[ALL:.*]] = tensor.empty() : tensor<2x8x8x8xf16>
+// CHECK:         tensor.insert_slice %{{.*}} into %[[ALL]][0, 0, 0, 0] [2, 2, 8, 8] [1, 1, 1, 1]
+// CHECK:         tensor.insert_slice {{.*}}[0, 6, 0, 0] [2, 2, 8, 8] [1, 1, 1, 1] : tensor<2x2x8x8xf16> into tensor<2x8x8x8xf16>
+// CHECK-NEXT:    torch_c.from_builtin_tensor {{.*}} : tensor<2x8x8x8xf16>
 
 func.func @grad_input_2d_s2_p1_d1_g4_f16(%arg0: !torch.vtensor<[2,8,4,4],f16>, %arg1: !torch.vtensor<[2,8,8,8],f16>, %arg2: !torch.vtensor<[8,2,3,3],f16>) -> !torch.vtensor<[2,8,8,8],f16> {
   %true = torch.constant.bool true

@@ -137,14 +137,24 @@ func.func @grad_input_1d_k2_s3_p0_d1_g1_f32(%arg0: !torch.vtensor<[2,4,3],f32>, 
 // -----
 
 // gcd(stride 2, dilation 2) = 2: odd residues have no tap, and the even
-// residue's three taps are one stride-1 contraction (dilation 2/2 = 1), in
-// the grouped convolution form [n, g, c, ..] (conv_2d_ngchw_gfchw's maps).
+// residue's three taps are one stride-1 contraction (dilation 2/2 = 1). On
+// GPU targets in the grouped convolution form [n, g, c, ..]
+// (conv_2d_ngchw_gfchw's maps); on the CPU once per group, on that group's
+// channels (group_split), the two results side by side.
+// GPU-LABEL: func.func @grad_input_1d_k3_s2_p2_d2_g2_f32
+// GPU:         linalg.generic {{.*}}reduction
+// GPU-SAME:      ins(%{{.*}}, %{{.*}} : tensor<2x2x2x7xf32>, tensor<2x2x2x3xf32>) outs(%{{.*}} : tensor<2x2x2x5xf32>)
+// GPU-NOT:     linalg.generic {{.*}}reduction
+// GPU:         tensor.insert_slice {{.*}}[0, 0, 0, 0] [2, 2, 2, 5] [1, 1, 1, 2] : tensor<2x2x2x5xf32> into tensor<2x2x2x9xf32>
+// GPU-NOT:     tensor.extract_slice
 // CHECK-LABEL: func.func @grad_input_1d_k3_s2_p2_d2_g2_f32
 // CHECK:         linalg.generic {{.*}}reduction
-// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<2x2x2x7xf32>, tensor<2x2x2x3xf32>) outs(%{{.*}} : tensor<2x2x2x5xf32>)
+// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<2x2x7xf32>, tensor<2x2x3xf32>) outs(%{{.*}} : tensor<2x2x5xf32>)
+// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0] [2, 2, 5] [1, 1, 2] : tensor<2x2x5xf32> into tensor<2x2x9xf32>
+// CHECK:         linalg.generic {{.*}}reduction
+// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<2x2x7xf32>, tensor<2x2x3xf32>) outs(%{{.*}} : tensor<2x2x5xf32>)
 // CHECK-NOT:     linalg.generic {{.*}}reduction
-// CHECK:         tensor.insert_slice {{.*}}[0, 0, 0, 0] [2, 2, 2, 5] [1, 1, 1, 2] : tensor<2x2x2x5xf32> into tensor<2x2x2x9xf32>
-// CHECK-NOT:     tensor.extract_slice
+// CHECK:         tensor.insert_slice {{.*}}[0, 2, 0] [2, 2, 9] [1, 1, 1] : tensor<2x2x9xf32> into tensor<2x4x9xf32>
 
 func.func @grad_input_1d_k3_s2_p2_d2_g2_f32(%arg0: !torch.vtensor<[2,4,5],f32>, %arg1: !torch.vtensor<[2,4,9],f32>, %arg2: !torch.vtensor<[4,2,3],f32>) -> !torch.vtensor<[2,4,9],f32> {
   %true = torch.constant.bool true

@@ -1,0 +1,108 @@
+// RUN: iree-bwdconv opt --pattern convolution_group_split --split-input-file %s 2>%t.notes | FileCheck %s
+// RUN: iree-bwdconv opt --pattern convolution_group_split --target cuda --split-input-file %s 2>/dev/null | FileCheck --check-prefix=GPU %s
+// RUN: FileCheck --check-prefix=NOTE %s < %t.notes
+
+// A grouped forward convolution on the CPU: the input padded once, then per
+// group a channel slice of it and of the weight's rows, an ungrouped
+// convolution in f32 (conv_2d_nchw_fchw's maps, stride 2), the results side
+// by side, and the bias added. GPU targets keep torch-mlir's lowering.
+// CHECK-LABEL: func.func @conv_2d_s2_p1_d1_g4_bias_f32
+// CHECK:         %[[X:.*]] = tensor.pad
+// CHECK:         } : tensor<2x8x9x10xf32> to tensor<2x8x11x12xf32>
+// CHECK:         tensor.extract_slice %[[X]][0, 0, 0, 0] [2, 2, 11, 12] [1, 1, 1, 1]
+// CHECK:         tensor.extract_slice %{{.*}}[0, 0, 0, 0] [3, 2, 3, 3] [1, 1, 1, 1] : tensor<12x2x3x3xf32> to tensor<3x2x3x3xf32>
+// CHECK:         linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]
+// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<2x2x11x12xf32>, tensor<3x2x3x3xf32>) outs(%{{.*}} : tensor<2x3x5x5xf32>)
+// CHECK:         tensor.extract_slice %[[X]][0, 6, 0, 0] [2, 2, 11, 12] [1, 1, 1, 1]
+// CHECK:         tensor.extract_slice %{{.*}}[9, 0, 0, 0] [3, 2, 3, 3] [1, 1, 1, 1]
+// CHECK:         tensor.insert_slice {{.*}}[0, 9, 0, 0] [2, 3, 5, 5] [1, 1, 1, 1] : tensor<2x3x5x5xf32> into tensor<2x12x5x5xf32>
+// CHECK:         linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel"]
+// CHECK-SAME:      tensor<2x12x5x5xf32>, tensor<12xf32>
+// CHECK:           arith.addf
+// CHECK:         torch_c.from_builtin_tensor {{.*}} : tensor<2x12x5x5xf32>
+// GPU-LABEL: func.func @conv_2d_s2_p1_d1_g4_bias_f32
+// GPU:         torch.aten.convolution
+// GPU-NOT:     linalg.generic
+
+func.func @conv_2d_s2_p1_d1_g4_bias_f32(%arg0: !torch.vtensor<[2,8,9,10],f32>, %arg1: !torch.vtensor<[12,2,3,3],f32>, %arg2: !torch.vtensor<[12],f32>) -> !torch.vtensor<[2,12,5,5],f32> {
+  %false = torch.constant.bool false
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %int2 = torch.constant.int 2
+  %int4 = torch.constant.int 4
+  %0 = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.aten.convolution %arg0, %arg1, %arg2, %0, %1, %2, %false, %3, %int4 : !torch.vtensor<[2,8,9,10],f32>, !torch.vtensor<[12,2,3,3],f32>, !torch.vtensor<[12],f32>, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[2,12,5,5],f32>
+  return %4 : !torch.vtensor<[2,12,5,5],f32>
+}
+
+// -----
+
+// Dilation 2, no bias, bf16: products in f32, rounded to bf16 once at the
+// end, after the groups are put together.
+// CHECK-LABEL: func.func @conv_1d_s1_p2_d2_g2_bf16
+// CHECK:         linalg.generic {{.*}}reduction
+// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<3x2x11xbf16>, tensor<4x2x3xbf16>) outs(%{{.*}} : tensor<3x4x7xf32>)
+// CHECK:           arith.extf {{.*}} : bf16 to f32
+// CHECK:         linalg.generic {{.*}}reduction
+// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<3x2x11xbf16>, tensor<4x2x3xbf16>) outs(%{{.*}} : tensor<3x4x7xf32>)
+// CHECK:         tensor.insert_slice {{.*}}[0, 4, 0] [3, 4, 7] [1, 1, 1] : tensor<3x4x7xf32> into tensor<3x8x7xf32>
+// CHECK:         arith.truncf {{.*}} : f32 to bf16
+// CHECK:         torch_c.from_builtin_tensor {{.*}} : tensor<3x8x7xbf16>
+
+func.func @conv_1d_s1_p2_d2_g2_bf16(%arg0: !torch.vtensor<[3,4,7],bf16>, %arg1: !torch.vtensor<[8,2,3],bf16>) -> !torch.vtensor<[3,8,7],bf16> {
+  %false = torch.constant.bool false
+  %none = torch.constant.none
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %int2 = torch.constant.int 2
+  %0 = torch.prim.ListConstruct %int1 : (!torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int2 : (!torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int2 : (!torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0 : (!torch.int) -> !torch.list<int>
+  %4 = torch.aten.convolution %arg0, %arg1, %none, %0, %1, %2, %false, %3, %int2 : !torch.vtensor<[3,4,7],bf16>, !torch.vtensor<[8,2,3],bf16>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[3,8,7],bf16>
+  return %4 : !torch.vtensor<[3,8,7],bf16>
+}
+
+// -----
+
+// Depthwise (one input channel per group) keeps torch-mlir's lowering, which
+// IREE recognizes as a depthwise convolution.
+// CHECK-LABEL: func.func @declined_depthwise_2d_s1_p1_d1_g8_f32
+// CHECK:         torch.aten.convolution
+// CHECK-NOT:     linalg.generic
+// NOTE: convolution_group_split did not match torch.aten.convolution at {{.*}}: groups=8 with 8 input channels: split only with at least 2 channels per group
+
+func.func @declined_depthwise_2d_s1_p1_d1_g8_f32(%arg0: !torch.vtensor<[2,8,9,10],f32>, %arg1: !torch.vtensor<[8,1,3,3],f32>) -> !torch.vtensor<[2,8,9,10],f32> {
+  %false = torch.constant.bool false
+  %none = torch.constant.none
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %int8 = torch.constant.int 8
+  %0 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.aten.convolution %arg0, %arg1, %none, %0, %0, %0, %false, %1, %int8 : !torch.vtensor<[2,8,9,10],f32>, !torch.vtensor<[8,1,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[2,8,9,10],f32>
+  return %2 : !torch.vtensor<[2,8,9,10],f32>
+}
+
+// -----
+
+// A transposed convolution keeps torch-mlir's lowering.
+// CHECK-LABEL: func.func @declined_transposed_2d_s2_p1_d1_g2_f32
+// CHECK:         torch.aten.convolution
+// NOTE: convolution_group_split did not match torch.aten.convolution at {{.*}}: transposed=True: torch-mlir's lowering keeps it
+
+func.func @declined_transposed_2d_s2_p1_d1_g2_f32(%arg0: !torch.vtensor<[2,4,5,5],f32>, %arg1: !torch.vtensor<[4,2,3,3],f32>) -> !torch.vtensor<[2,4,9,9],f32> {
+  %true = torch.constant.bool true
+  %none = torch.constant.none
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %int2 = torch.constant.int 2
+  %0 = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.aten.convolution %arg0, %arg1, %none, %0, %1, %1, %true, %2, %int2 : !torch.vtensor<[2,4,5,5],f32>, !torch.vtensor<[4,2,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[2,4,9,9],f32>
+  return %3 : !torch.vtensor<[2,4,9,9],f32>
+}
