@@ -1,5 +1,15 @@
 """iree-bwdconv: aten.convolution_backward lowered straight to linalg.generic,
-compiled with IREE, run through the IREE runtime."""
+compiled with IREE, run through the IREE runtime.
+
+The entry points below are imported on first use, so that importing a
+submodule (the `iree-bwdconv` command) does not import torch before that
+command has set up its process (`openmp`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from .errors import (
     BwdConvError,
@@ -8,7 +18,13 @@ from .errors import (
     PipelineError,
     UnsupportedDtypeError,
 )
-from .lowering import lower
+
+_LAZY = {
+    "lower": "lowering",
+    "backend": "dynamo",
+    "compile": "functional",
+    "convolution_backward": "functional",
+}
 
 __all__ = [
     "BwdConvError",
@@ -16,10 +32,11 @@ __all__ = [
     "LoweringError",
     "PipelineError",
     "UnsupportedDtypeError",
-    "lower",
+    *_LAZY,
 ]
 
-from .dynamo import backend  # noqa: E402
-from .functional import compile, convolution_backward  # noqa: E402
 
-__all__ += ["backend", "compile", "convolution_backward"]
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

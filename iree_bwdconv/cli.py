@@ -8,8 +8,13 @@ import warnings
 from pathlib import Path
 from typing import Optional, Sequence
 
-from . import lowering, pipeline, targets
-from .errors import BwdConvError, InvalidArgumentError
+from . import openmp
+
+# Before torch is imported (by the modules below): libgomp reads it once.
+openmp.limit_spinning()
+
+from . import lowering, pipeline, targets  # noqa: E402
+from .errors import BwdConvError, InvalidArgumentError  # noqa: E402
 
 SPLIT_MARKER = "// -----"
 

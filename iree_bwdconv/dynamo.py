@@ -15,7 +15,7 @@ import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
 
-from . import lowering, pipeline
+from . import lowering, openmp, pipeline
 from .compile_cache import CompileCache
 from .errors import BwdConvError, InvalidArgumentError, PipelineError
 from .graph_compiler import CompiledGraph, CompileStats, SpecializingGraph, has_symbolic_shapes
@@ -48,6 +48,18 @@ def _reason(err: Exception) -> str:
     return f"{type(err).__name__}: {'; '.join(lines[:4]) or 'no message'}"
 
 
+_advised = False
+
+
+def _advise_on_threads() -> None:
+    """Once per process: say when torch's OpenMP workers will spin against IREE's (`openmp`)."""
+    global _advised
+    advice = None if _advised else openmp.spinning_advice(torch.get_num_threads())
+    if advice:
+        log.warning("iree-bwdconv: %s", advice)
+    _advised = True
+
+
 class Backend:
     """A configured backend: `torch.compile(model, backend=iree_bwdconv.backend(device="cuda"))`.
 
@@ -74,6 +86,8 @@ class Backend:
         if fallback not in FALLBACKS:
             raise InvalidArgumentError("fallback", fallback, f"expected one of {', '.join(FALLBACKS)}")
         self.device, self.target, self.fallback = device, target, fallback
+        if device == "cpu":
+            _advise_on_threads()
         self.cache = CompileCache(cache_dir) if cache else None
         self.stats = CompileStats()
         self.__name__ = "iree_bwdconv"  # dynamo names backends in its logs
