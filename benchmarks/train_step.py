@@ -3,6 +3,11 @@ PyTorch, and torch.compile with inductor, in one run, from the same weights
 on the same batches. Compile time (the first step beyond an ordinary one) is
 reported apart, and so is our lowering's own share of it.
 
+Each workload runs twice, in a fresh process each time: with libgomp's
+default spinning and with GOMP_SPINCOUNT limited as `iree-bwdconv train`
+limits it (`iree_bwdconv.openmp`), since the variable only counts when set
+before torch is imported.
+
     ./dev python -m benchmarks.train_step [--steps N] [--out results.md]
 """
 
@@ -10,7 +15,12 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +29,7 @@ from typing import Optional
 import torch
 
 import iree_bwdconv
+from iree_bwdconv import openmp
 from iree_bwdconv.models import MODELS, SyntheticImages
 from iree_bwdconv.training import forward_backward
 
@@ -26,6 +37,9 @@ from iree_bwdconv.training import forward_backward
 # and ResNet-18's layout at a small batch.
 WORKLOADS = (("demo", 16, 32), ("resnet18", 4, 64))
 WARMUP = 3
+ROUNDS = 5
+# Column label -> GOMP_SPINCOUNT for the child process (None: libgomp's default).
+SPIN_SETTINGS = {"default": None, openmp.SPIN_COUNT: openmp.SPIN_COUNT}
 
 
 @dataclass
@@ -40,43 +54,60 @@ class Timing:
         return max(self.first_s - self.median_s, 0.0)
 
 
-def time_training(model: torch.nn.Module, batches: list, steps: int) -> tuple[float, float]:
-    """(first step, median of `steps` steps after warm-up) in seconds."""
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    times = []
-    for images, labels in batches[: 1 + WARMUP + steps]:
+class Trainer:
+    """One model and its optimizer, stepping through the shared batches."""
+
+    def __init__(self, model: torch.nn.Module, batches: list) -> None:
+        self.model, self.batches, self.next = model, batches, 0
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+    def step(self) -> float:
+        images, labels = self.batches[self.next % len(self.batches)]
+        self.next += 1
         started = time.perf_counter()
-        optimizer.zero_grad(set_to_none=True)
-        forward_backward(model, images, labels)
-        optimizer.step()
-        times.append(time.perf_counter() - started)
-    return times[0], statistics.median(times[1 + WARMUP :])
+        self.optimizer.zero_grad(set_to_none=True)
+        forward_backward(self.model, images, labels)
+        self.optimizer.step()
+        return time.perf_counter() - started
 
 
 def measure(name: str, batch: int, size: int, steps: int) -> dict[str, Timing]:
+    """First step and median step of each variant. After the first step
+    and warm-up, the variants take turns, `steps` steps each for ROUNDS
+    rounds, so that a slow spell of the machine falls on all of them."""
     torch.manual_seed(0)
     base = MODELS[name]()
     data = SyntheticImages(size=size, seed=0)
-    batches = [data.batch(batch) for _ in range(1 + WARMUP + steps)]
-    results = {}
+    batches = [data.batch(batch) for _ in range(8)]
     torch._dynamo.reset()
-    results["eager"] = Timing(*time_training(copy.deepcopy(base), batches, steps))
     backend = iree_bwdconv.backend(cache=False)  # a cold compile, every run
-    results["iree-bwdconv"] = Timing(*time_training(torch.compile(copy.deepcopy(base), backend=backend), batches, steps),
-                                     lowering_s=backend.stats.import_s + backend.stats.lowering_s,
-                                     iree_compile_s=backend.stats.iree_compile_s)
-    torch._dynamo.reset()
-    results["inductor"] = Timing(*time_training(torch.compile(copy.deepcopy(base)), batches, steps))
+    trainers = {
+        "eager": Trainer(copy.deepcopy(base), batches),
+        "iree-bwdconv": Trainer(torch.compile(copy.deepcopy(base), backend=backend), batches),
+        "inductor": Trainer(torch.compile(copy.deepcopy(base)), batches),
+    }
+    first = {variant: trainer.step() for variant, trainer in trainers.items()}
+    for trainer in trainers.values():
+        for _ in range(WARMUP):
+            trainer.step()
+    times: dict[str, list[float]] = {variant: [] for variant in trainers}
+    for _ in range(ROUNDS):
+        for variant, trainer in trainers.items():
+            times[variant] += [trainer.step() for _ in range(steps)]
+    results = {variant: Timing(first[variant], statistics.median(t)) for variant, t in times.items()}
+    results["iree-bwdconv"].lowering_s = backend.stats.import_s + backend.stats.lowering_s
+    results["iree-bwdconv"].iree_compile_s = backend.stats.iree_compile_s
     return results
 
 
 def table(rows: dict[str, dict[str, Timing]], threads: int) -> str:
     lines = [
-        f"torch threads: {threads}; median of the steps after {WARMUP} warm-up steps; compile = first step minus median",
+        f"torch threads: {threads}; median of {ROUNDS} rounds of steps, the variants taking turns, after "
+        f"{WARMUP} warm-up steps; compile = first step minus median",
         "",
-        "| model | batch, image | eager ms/step | iree-bwdconv ms/step | inductor ms/step | ours / eager | "
+        "| model | batch, image | GOMP_SPINCOUNT | eager ms/step | iree-bwdconv ms/step | inductor ms/step | ours / eager | "
         "ours compile s | lowering s (share) | iree-compile s | inductor compile s |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for workload, r in rows.items():
         ours, eager, inductor = r["iree-bwdconv"], r["eager"], r["inductor"]
@@ -89,15 +120,36 @@ def table(rows: dict[str, dict[str, Timing]], threads: int) -> str:
     return "\n".join(lines)
 
 
+def measure_here(steps: int) -> dict[str, dict[str, dict]]:
+    return {f"{name} | n{batch}, {size}x{size}": {k: dataclasses.asdict(t) for k, t in measure(name, batch, size, steps).items()}
+            for name, batch, size in WORKLOADS}
+
+
+def measure_in_child(steps: int, spin: str | None) -> dict[str, dict[str, Timing]]:
+    env = {k: v for k, v in os.environ.items() if k not in (openmp.SPIN_VARIABLE, "OMP_WAIT_POLICY")}
+    if spin is not None:
+        env[openmp.SPIN_VARIABLE] = spin
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.train_step", "--child", "--steps", str(steps)],
+                          env=env, capture_output=True, text=True, check=True)
+    rows = json.loads(proc.stdout.splitlines()[-1])
+    return {w: {k: Timing(**t) for k, t in r.items()} for w, r in rows.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--steps", type=int, default=10, help="steps per variant per round")
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        print(json.dumps(measure_here(args.steps)))
+        return
     rows = {}
-    for name, batch, size in WORKLOADS:
-        rows[f"{name} | n{batch}, {size}x{size}"] = measure(name, batch, size, args.steps)
-        print(f"{name} done", flush=True)
+    for label, spin in SPIN_SETTINGS.items():
+        for workload, timings in measure_in_child(args.steps, spin).items():
+            name, shape = workload.split(" | ")
+            rows[f"{name} | {shape} | {label}"] = timings
+        print(f"GOMP_SPINCOUNT {label} done", flush=True)
     text = table(rows, torch.get_num_threads())
     print(text)
     if args.out:

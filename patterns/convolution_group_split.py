@@ -3,8 +3,9 @@ convolution per group, side by side (`group_split`).
 
 Not a gradient, but it runs in every training step beside ours: torch-mlir
 lowers a grouped convolution to `linalg.conv_2d_ngchw_gfchw`, which IREE
-3.13's CPU code ran 7x-15x slower than the groups sliced apart (the demo
-CNN's 4-group 3x3 layer: 0.49 ms of a 1.4 ms forward graph). The contraction
+3.13's CPU code ran 4x-20x slower than the groups sliced apart
+(`benchmarks/grouped_cpu.py`; the demo CNN's 4-group 3x3 layer took 0.49
+ms of a 1.4 ms forward graph). The contraction
 is `contraction_forms.conv` over the padded input, in f32 for every dtype,
 plus the bias; everything else about the op is left to torch-mlir.
 """
