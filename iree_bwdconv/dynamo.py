@@ -8,6 +8,7 @@ logged with the reason and runs eagerly, or raises with fallback="raise".
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any, Callable, Optional, Sequence
 
@@ -48,16 +49,12 @@ def _reason(err: Exception) -> str:
     return f"{type(err).__name__}: {'; '.join(lines[:4]) or 'no message'}"
 
 
-_advised = False
-
-
+@functools.cache
 def _advise_on_threads() -> None:
     """Once per process: say when torch's OpenMP workers will spin against IREE's (`openmp`)."""
-    global _advised
-    advice = None if _advised else openmp.spinning_advice(torch.get_num_threads())
+    advice = openmp.spinning_advice(torch.get_num_threads())
     if advice:
         log.warning("iree-bwdconv: %s", advice)
-    _advised = True
 
 
 class Backend:

@@ -5,9 +5,9 @@ Not a gradient, but it runs in every training step beside ours: torch-mlir
 lowers a grouped convolution to `linalg.conv_2d_ngchw_gfchw`, which IREE
 3.13's CPU code ran 4x-20x slower than the groups sliced apart
 (`benchmarks/grouped_cpu.py`; the demo CNN's 4-group 3x3 layer took 0.49
-ms of a 1.4 ms forward graph). The contraction
-is `contraction_forms.conv` over the padded input, in f32 for every dtype,
-plus the bias; everything else about the op is left to torch-mlir.
+ms of a 1.4 ms forward graph). The contraction is `contraction_forms.conv`
+over the padded input, in f32 for every dtype, plus the bias; every other
+convolution is left to torch-mlir.
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
     input_, weight, bias, stride, padding, dilation, transposed, _, groups = op.operands
     try:
         groups_ = torch_ir.constant_int(groups, "groups")
-        (n, c, *spatial), dtype = torch_ir.vtensor_shape_and_dtype(input_.type)
-        (f, _, *kernel), _ = torch_ir.vtensor_shape_and_dtype(weight.type)
+        (_, c, *spatial), dtype = torch_ir.vtensor_shape_and_dtype(input_.type)
+        (f, *_), _ = torch_ir.vtensor_shape_and_dtype(weight.type)
         (_, _, *out_spatial), _ = torch_ir.vtensor_shape_and_dtype(op.results[0].type)
         if torch_ir.constant_bool(transposed, "transposed"):
             return "transposed=True: torch-mlir's lowering keeps it"

@@ -86,3 +86,14 @@ def test_ungrouped_spec_is_one_groups_share(transposed):
     assert (one.in_channels, one.out_channels) == (2, 3)
     assert one.weight_shape == (weight[0] // 4, *weight[1:])
     assert (one.input_spatial, one.output_spatial) == (spec.input_spatial, spec.output_spatial)
+
+
+def test_grouped_forward_with_a_dynamic_batch():
+    conv = nn.Conv2d(8, 12, 3, 2, 1, groups=4)
+    batch = torch.export.Dim("batch", min=2, max=64)
+    text = iree_bwdconv.lower(Forward(conv), torch.randn(2, 8, 9, 10), dynamic_shapes=({0: batch},), target="cpu")
+    assert "tensor<?x12x5x5xf32>" in text and text.count("tensor.insert_slice") == 4
+    module = LoadedModule(iree_bwdconv.compile(text, target="cpu"))
+    for n in (3, 5):
+        x = torch.randn(n, 8, 9, 10)
+        torch.testing.assert_close(module(x)[0].double(), Forward(conv.double())(x.double()), rtol=1e-5, atol=1e-5)
