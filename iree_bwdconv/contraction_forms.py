@@ -13,7 +13,7 @@ here is still a `linalg.generic`.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Optional, Sequence
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg, tensor
@@ -62,20 +62,28 @@ def matmul(lhs: ir.Value, rhs: ir.Value, init: ir.Value, named: bool = False) ->
     return lb.contraction(lhs, rhs, init, maps, [PARALLEL] * (batch + 2) + [REDUCTION])
 
 
-def im2col_matmul(source: ir.Value, filter_: ir.Value, dilations: Sequence[int], acc: ir.Type) -> ir.Value:
-    """`out[n,c,o...] = sum_{f,k} source[n,f,o + k*d] * filter[f,c,k...]`, an
-    ungrouped stride-1 convolution, as the CPU runs it best: an im2col gather
-    of `source` into rows [n*o, f*k] and the named matmul with the filter as
-    [f*k, c] (see `matmul`), then the result transposed back to [n, c, o...].
-    A 1x1 kernel's gather is a plain transpose. On this CPU the
-    convolution-shaped generic ran 3x-5x slower on 1x1 kernels
-    (docs/performance.md). `source` must span exactly the reads."""
+def im2col_matmul(
+    source: ir.Value, filter_: ir.Value, dilations: Sequence[int], acc: ir.Type,
+    strides: Optional[Sequence[int]] = None, output_channels_first: bool = False,
+) -> ir.Value:
+    """`out[n,c,o...] = sum_{f,k} source[n,f,o*s + k*d] * filter[f,c,k...]`, an
+    ungrouped convolution (stride 1 unless `strides`; a filter laid out
+    [c, f, k...], as a forward convolution's weight is, with
+    `output_channels_first`), as the CPU runs it
+    best: an im2col gather of `source` into rows [n*o, f*k] and the named
+    matmul with the filter as [f*k, c] (see `matmul`), then the result
+    transposed back to [n, c, o...]. A 1x1 kernel's gather is a plain
+    transpose. On this CPU the convolution-shaped generic ran 3x-5x slower
+    on 1x1 kernels (docs/performance.md). `source` is read from its start:
+    pad or crop it beforehand."""
     sizes, kernel = lb.sizes_of(source), lb.sizes_of(filter_)[2:]
     r = len(kernel)
-    windows = [size - (k - 1) * d for size, k, d in zip(sizes[2:], kernel, dilations)]
-    cols = im2col(lb.expand_dim(source, 1, (1, sizes[1])), windows, kernel, [1] * r, dilations)
+    strides = list(strides or [1] * r)
+    windows = [(size - (k - 1) * d - 1) // s + 1 for size, k, d, s in zip(sizes[2:], kernel, dilations, strides)]
+    cols = im2col(lb.expand_dim(source, 1, (1, sizes[1])), windows, kernel, strides, dilations)
     rows = collapse_range(collapse_range(cols, 0, 2 + r), 1, 2 + r)  # [n*o, f*k]
-    taps = collapse_range(transpose(filter_, [0, *range(2, 2 + r), 1]), 0, 1 + r)  # [f*k, c]
+    out_axis, in_axis = (0, 1) if output_channels_first else (1, 0)
+    taps = collapse_range(transpose(filter_, [in_axis, *range(2, 2 + r), out_axis]), 0, 1 + r)  # [f*k, c]
     out = matmul(rows, taps, lb.zeros([lb.sizes_of(rows)[0], lb.sizes_of(taps)[1]], acc), named=True)
     out = lb.expand_dim(out, 0, (sizes[0], math.prod(windows)))
     return expand_trailing(transpose(out, [0, 2, 1]), windows)

@@ -14,7 +14,7 @@ from typing import Callable, Optional
 from torch_mlir import ir
 from torch_mlir.rewrite import PatternRewriter, RewritePatternSet, apply_patterns_and_fold_greedily
 
-from . import convolution_backward, convolution_backward_phases, convolution_group_split
+from . import convolution_backward, convolution_backward_phases, convolution_forward
 
 RewriteFn = Callable[[ir.Operation, PatternRewriter], Optional[str]]
 
@@ -35,7 +35,7 @@ REGISTRY: tuple[Pattern, ...] = (
         convolution_backward_phases.BENEFIT,
     ),
     Pattern("convolution_backward", convolution_backward.ROOT, convolution_backward.rewrite),
-    Pattern("convolution_group_split", convolution_group_split.ROOT, convolution_group_split.rewrite),
+    Pattern("convolution_forward", convolution_forward.ROOT, convolution_forward.rewrite),
 )
 
 

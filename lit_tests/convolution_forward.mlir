@@ -1,18 +1,22 @@
-// RUN: iree-bwdconv opt --pattern convolution_group_split --split-input-file %s 2>%t.notes | FileCheck %s
-// RUN: iree-bwdconv opt --pattern convolution_group_split --target cuda --split-input-file %s 2>/dev/null | FileCheck --check-prefix=GPU %s
+// RUN: iree-bwdconv opt --pattern convolution_forward --split-input-file %s 2>%t.notes | FileCheck %s
+// RUN: iree-bwdconv opt --pattern convolution_forward --target cuda --split-input-file %s 2>/dev/null | FileCheck --check-prefix=GPU %s
 // RUN: FileCheck --check-prefix=NOTE %s < %t.notes
 
 // A grouped forward convolution on the CPU: the input padded once, then per
-// group a channel slice of it and of the weight's rows, an ungrouped
-// convolution in f32 (conv_2d_nchw_fchw's maps, stride 2), the results side
-// by side, and the bias added. GPU targets keep torch-mlir's lowering.
+// group a channel slice of it and of the weight's rows; stride 2 makes each
+// group an im2col gather [(n, o), (c, k)] and a named matmul with the
+// weight as [(c, k), f], transposed back to [n, f, o]. The results are
+// inserted side by side and the bias added. GPU targets keep torch-mlir's
+// lowering.
 // CHECK-LABEL: func.func @conv_2d_s2_p1_d1_g4_bias_f32
 // CHECK:         %[[X:.*]] = tensor.pad
 // CHECK:         } : tensor<2x8x9x10xf32> to tensor<2x8x11x12xf32>
 // CHECK:         tensor.extract_slice %[[X]][0, 0, 0, 0] [2, 2, 11, 12] [1, 1, 1, 1]
 // CHECK:         tensor.extract_slice %{{.*}}[0, 0, 0, 0] [3, 2, 3, 3] [1, 1, 1, 1] : tensor<12x2x3x3xf32> to tensor<3x2x3x3xf32>
-// CHECK:         linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]
-// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<2x2x11x12xf32>, tensor<3x2x3x3xf32>) outs(%{{.*}} : tensor<2x3x5x5xf32>)
+// CHECK:         tensor.collapse_shape {{.*}} : tensor<50x2x3x3xf32> into tensor<50x18xf32>
+// CHECK:         tensor.collapse_shape {{.*}} : tensor<2x3x3x3xf32> into tensor<18x3xf32>
+// CHECK:         linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<50x18xf32>, tensor<18x3xf32>) outs(%{{.*}} : tensor<50x3xf32>)
+// CHECK:         tensor.expand_shape {{.*}} output_shape [2, 3, 5, 5]
 // CHECK:         tensor.extract_slice %[[X]][0, 6, 0, 0] [2, 2, 11, 12] [1, 1, 1, 1]
 // CHECK:         tensor.extract_slice %{{.*}}[9, 0, 0, 0] [3, 2, 3, 3] [1, 1, 1, 1]
 // CHECK:         tensor.insert_slice {{.*}}[0, 9, 0, 0] [2, 3, 5, 5] [1, 1, 1, 1] : tensor<2x3x5x5xf32> into tensor<2x12x5x5xf32>
@@ -40,8 +44,9 @@ func.func @conv_2d_s2_p1_d1_g4_bias_f32(%arg0: !torch.vtensor<[2,8,9,10],f32>, %
 
 // -----
 
-// Dilation 2, no bias, bf16: products in f32, rounded to bf16 once at the
-// end, after the groups are put together.
+// Stride 1 and 2 channels per group: each group a convolution generic
+// (conv_1d_ncw_fcw's maps). Dilation 2, no bias, bf16: products in f32,
+// rounded to bf16 once at the end, after the groups are put together.
 // CHECK-LABEL: func.func @conv_1d_s1_p2_d2_g2_bf16
 // CHECK:         linalg.generic {{.*}}reduction
 // CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<3x2x11xbf16>, tensor<4x2x3xbf16>) outs(%{{.*}} : tensor<3x4x7xf32>)
@@ -73,7 +78,7 @@ func.func @conv_1d_s1_p2_d2_g2_bf16(%arg0: !torch.vtensor<[3,4,7],bf16>, %arg1: 
 // CHECK-LABEL: func.func @declined_depthwise_2d_s1_p1_d1_g8_f32
 // CHECK:         torch.aten.convolution
 // CHECK-NOT:     linalg.generic
-// NOTE: convolution_group_split did not match torch.aten.convolution at {{.*}}: groups=8 with 8 input channels: split only with at least 2 channels per group
+// NOTE: convolution_forward did not match torch.aten.convolution at {{.*}}: groups=8 with 8 input channels: depthwise, which IREE recognizes; split only with at least 2 channels per group
 
 func.func @declined_depthwise_2d_s1_p1_d1_g8_f32(%arg0: !torch.vtensor<[2,8,9,10],f32>, %arg1: !torch.vtensor<[8,1,3,3],f32>) -> !torch.vtensor<[2,8,9,10],f32> {
   %false = torch.constant.bool false
@@ -92,7 +97,7 @@ func.func @declined_depthwise_2d_s1_p1_d1_g8_f32(%arg0: !torch.vtensor<[2,8,9,10
 // A transposed convolution keeps torch-mlir's lowering.
 // CHECK-LABEL: func.func @declined_transposed_2d_s2_p1_d1_g2_f32
 // CHECK:         torch.aten.convolution
-// NOTE: convolution_group_split did not match torch.aten.convolution at {{.*}}: transposed=True: torch-mlir's lowering keeps it
+// NOTE: convolution_forward did not match torch.aten.convolution at {{.*}}: transposed=True: torch-mlir's lowering keeps it
 
 func.func @declined_transposed_2d_s2_p1_d1_g2_f32(%arg0: !torch.vtensor<[2,4,5,5],f32>, %arg1: !torch.vtensor<[4,2,3,3],f32>) -> !torch.vtensor<[2,4,9,9],f32> {
   %true = torch.constant.bool true
@@ -105,4 +110,51 @@ func.func @declined_transposed_2d_s2_p1_d1_g2_f32(%arg0: !torch.vtensor<[2,4,5,5
   %2 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
   %3 = torch.aten.convolution %arg0, %arg1, %none, %0, %1, %1, %true, %2, %int2 : !torch.vtensor<[2,4,5,5],f32>, !torch.vtensor<[4,2,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[2,4,9,9],f32>
   return %3 : !torch.vtensor<[2,4,9,9],f32>
+}
+
+// -----
+
+// Ungrouped and strided (a stem): one im2col gather and a named matmul,
+// with no slicing and no inserts; bf16 in, f32 products, bf16 out.
+// CHECK-LABEL: func.func @conv_2d_k7_s2_p3_d1_g1_bf16
+// CHECK-NOT:     tensor.extract_slice
+// CHECK:         tensor.collapse_shape {{.*}} into tensor<200x147xbf16>
+// CHECK:         tensor.collapse_shape {{.*}} : tensor<3x7x7x16xbf16> into tensor<147x16xbf16>
+// CHECK:         linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<200x147xbf16>, tensor<147x16xbf16>) outs(%{{.*}} : tensor<200x16xf32>)
+// CHECK-NOT:     tensor.insert_slice
+// CHECK:         arith.truncf {{.*}} : f32 to bf16
+// CHECK:         torch_c.from_builtin_tensor {{.*}} : tensor<2x16x10x10xbf16>
+
+func.func @conv_2d_k7_s2_p3_d1_g1_bf16(%arg0: !torch.vtensor<[2,3,19,20],bf16>, %arg1: !torch.vtensor<[16,3,7,7],bf16>) -> !torch.vtensor<[2,16,10,10],bf16> {
+  %false = torch.constant.bool false
+  %none = torch.constant.none
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %int2 = torch.constant.int 2
+  %int3 = torch.constant.int 3
+  %0 = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int3, %int3 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.aten.convolution %arg0, %arg1, %none, %0, %1, %2, %false, %3, %int1 : !torch.vtensor<[2,3,19,20],bf16>, !torch.vtensor<[16,3,7,7],bf16>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[2,16,10,10],bf16>
+  return %4 : !torch.vtensor<[2,16,10,10],bf16>
+}
+
+// -----
+
+// Ungrouped, stride 1, 3x3 over 16 channels: torch-mlir's named convolution
+// is already the form the CPU runs best there.
+// CHECK-LABEL: func.func @declined_2d_k3_s1_p1_d1_g1_c16_f32
+// CHECK:         torch.aten.convolution
+// NOTE: convolution_forward did not match torch.aten.convolution at {{.*}}: 16 input channels, stride 1, kernel [3, 3]: torch-mlir's named convolution is this form already
+
+func.func @declined_2d_k3_s1_p1_d1_g1_c16_f32(%arg0: !torch.vtensor<[2,16,8,8],f32>, %arg1: !torch.vtensor<[32,16,3,3],f32>) -> !torch.vtensor<[2,32,8,8],f32> {
+  %false = torch.constant.bool false
+  %none = torch.constant.none
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %0 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.aten.convolution %arg0, %arg1, %none, %0, %0, %0, %false, %1, %int1 : !torch.vtensor<[2,16,8,8],f32>, !torch.vtensor<[32,16,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[2,32,8,8],f32>
+  return %2 : !torch.vtensor<[2,32,8,8],f32>
 }

@@ -1,0 +1,76 @@
+"""The forward pattern on the CPU (`patterns/convolution_forward.py`):
+grouped convolutions split by group, ungrouped ones as im2col + matmul
+where the rule says so, everything else left to torch-mlir; every form
+checked against eager PyTorch in float64."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import iree_bwdconv
+from iree_bwdconv.runtime import LoadedModule
+
+# (module, input shape, contraction expected): every form the pattern emits.
+CASES = [
+    (nn.Conv2d(8, 12, 3, 2, 1, groups=4), (2, 8, 9, 10), "linalg.matmul"),  # per group, strided: im2col
+    (nn.Conv2d(8, 12, 3, 1, 2, dilation=2, groups=2, bias=False), (3, 8, 9, 10), "linalg.generic"),
+    (nn.Conv1d(6, 9, 3, 1, 1, groups=3), (2, 6, 11), "linalg.generic"),
+    (nn.Conv3d(4, 4, (3, 1, 3), (1, 2, 1), (1, 0, 1), groups=2), (2, 4, 5, 6, 4), "linalg.matmul"),
+    (nn.Conv2d(3, 16, 7, 2, 3), (2, 3, 19, 20), "linalg.matmul"),  # a stem: strided, odd sizes
+    (nn.Conv2d(8, 16, 1, 2, bias=False), (2, 8, 9, 9), "linalg.matmul"),  # a 1x1 projection
+    (nn.Conv2d(128, 8, 3, 1, 1), (1, 128, 5, 6), "linalg.matmul"),  # wide stride 1
+    (nn.Conv1d(4, 6, 3, 2, 2, dilation=2), (2, 4, 13), "linalg.matmul"),
+]
+
+
+class Forward(nn.Module):
+    def __init__(self, conv: nn.Module) -> None:
+        super().__init__()
+        self.conv = conv
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x)
+
+
+def check_cpu(conv: nn.Module, x: torch.Tensor, **lower_args) -> str:
+    text = iree_bwdconv.lower(Forward(conv), x, target="cpu", **lower_args)
+    out = LoadedModule(iree_bwdconv.compile(text, target="cpu"))(x)[0]
+    torch.testing.assert_close(out.double(), Forward(conv.double())(x.double()), rtol=1e-5, atol=1e-4)
+    return text
+
+
+@pytest.mark.parametrize("conv, shape, contraction", CASES, ids=[f"{c}-{s}" for c, s, _ in CASES])
+def test_forward_forms_are_exact(conv, shape, contraction):
+    torch.manual_seed(0)
+    text = check_cpu(conv, torch.randn(*shape))
+    assert "linalg.conv_" not in text  # torch-mlir's named convolution did not run
+    assert contraction in text
+    if conv.groups > 1:
+        assert text.count("tensor.insert_slice") == conv.groups  # one per group, side by side
+
+
+@pytest.mark.parametrize("conv, named", [
+    (nn.Conv2d(8, 8, 3, 1, 1, groups=8), "depthwise"),  # IREE recognizes depthwise
+    (nn.Conv2d(16, 32, 3, 1, 1), "linalg.conv_2d_nchw_fchw"),  # narrow stride 1: the named op is this form
+])
+def test_declined_forward_keeps_torch_mlirs_form(conv, named):
+    text = check_cpu(conv, torch.randn(2, conv.in_channels, 9, 10))
+    assert named in text and "linalg.matmul" not in text
+
+
+def test_gpu_targets_keep_torch_mlirs_forms():
+    text = iree_bwdconv.lower(Forward(nn.Conv2d(8, 12, 3, 2, 1, groups=4)), torch.randn(2, 8, 9, 10), target="cuda")
+    assert "ngchw" in text and "tensor.insert_slice" not in text
+
+
+@pytest.mark.parametrize("conv", [nn.Conv2d(8, 12, 3, 2, 1, groups=4), nn.Conv2d(8, 12, 3, 2, 1)])
+def test_forward_with_a_dynamic_batch(conv):
+    batch = torch.export.Dim("batch", min=2, max=64)
+    text = iree_bwdconv.lower(Forward(conv), torch.randn(2, 8, 9, 10), dynamic_shapes=({0: batch},), target="cpu")
+    assert "tensor<?x12x5x5xf32>" in text
+    module = LoadedModule(iree_bwdconv.compile(text, target="cpu"))
+    for n in (3, 5):
+        x = torch.randn(n, 8, 9, 10)
+        torch.testing.assert_close(module(x)[0].double(), Forward(conv.double())(x.double()), rtol=1e-5, atol=1e-5)
