@@ -5,11 +5,11 @@ IREE 3.13's CPU code for the grouped convolution maps (those of
 direct form for grad_input) and for the grouped im2col batch matmul of
 grad_weight ran 2x-20x slower than the same work with the groups sliced
 apart, each group an ungrouped convolution that IREE tiles and vectorizes
-as it does any other: the forward 4x-20x with 2 to 16 channels per group
-(`benchmarks/grouped_cpu.py`), the g32 shape's grad_input 5x and
+as it does any other: the forward 3x-17x with 2 to 16 channels per group
+(`benchmarks/forward_cpu.py`), the g32 shape's grad_input 5x and
 grad_weight 2x (docs/performance.md, "Grouped convolutions on the CPU").
 Depthwise convolutions (one input channel per group) are the exception:
-IREE recognizes them as such, and slicing them apart ran 1.1x-1.3x slower,
+IREE recognizes them as such, and slicing them apart ran 1.1x-1.4x slower,
 so they keep the grouped form.
 
 Slicing a channel range is a unit-stride extract_slice; the per-group results

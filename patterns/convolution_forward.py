@@ -3,11 +3,11 @@ runs best: groups sliced apart (`group_split`), and each group's
 convolution an im2col gather and the named matmul where that wins.
 
 Not a gradient, but every training step runs it beside ours. torch-mlir
-lowers it to a named convolution, which IREE 3.13's CPU code ran 4x-20x
-slower than the groups sliced apart (`benchmarks/grouped_cpu.py`) and, on
-ResNet-18's strided, 1x1 and wide layers, 2x-10x slower than im2col + matmul
-(`benchmarks/forward_cpu.py`; docs/performance.md, "Forward convolutions on
-the CPU"). Depthwise and transposed convolutions, and every convolution for
+lowers it to a named convolution, which IREE 3.13's CPU code ran 3x-17x
+slower than the groups sliced apart and, on strided, 1x1 and wide (128+
+channel) layers, 1.1x-14x slower than im2col + matmul
+(`benchmarks/forward_cpu.py`; docs/performance.md, "Forward and grouped
+convolutions on the CPU"). Depthwise and transposed convolutions, and every convolution for
 GPU targets, are left to torch-mlir. Products accumulate in f32 for every
 dtype, and the bias is added before the one rounding.
 """
