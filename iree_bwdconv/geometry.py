@@ -268,3 +268,19 @@ def subpixel_form(input_size: int, kernel: int, stride: int, padding: int, dilat
         tap_base=base,
         tap_step=step,
     )
+
+
+def reduction_split(length: int, outputs: int, target_partials: int, min_chunk: int) -> int:
+    """How many partial sums to split a reduction of `length` terms into
+    (split-K), for a result of `outputs` elements: a divisor of `length`, so
+    that every chunk is a contiguous run of the same size, as close to
+    `target_partials / outputs` as it can be without a chunk shorter than
+    `min_chunk` terms. 1 means: do not split.
+
+    A weight gradient is a few thousand outputs, each a sum over every
+    batch and output position; one thread block per output tile leaves
+    most of a GPU idle and runs the whole sum serially in each."""
+    if length <= 0 or outputs <= 0:
+        return 1
+    wanted = min(_ceil_div(target_partials, outputs), length // max(min_chunk, 1))
+    return max((d for d in range(1, max(wanted, 1) + 1) if length % d == 0), default=1)

@@ -41,22 +41,24 @@ def grad_bias(spec: ConvBackwardSpec, grad_output: ir.Value) -> ir.Value:
     return lb.convert(acc, lb.element_type(spec.dtype))
 
 
-# On the H100 the im2col matmul lost to one contraction where im2col is only
-# a copy of x (1x1 kernels: n4 c32 k224 470x725, all gradients, 44 ms against
-# 31) and where the weight gradient is small and its reduction long (3x3 c3
-# k32 940x1450: 177 ms against 147), and won everywhere else (i2v 3x3 c384:
-# 4.2 ms against 31; docs/performance.md).
-GPU_IM2COL_MIN_WEIGHT = 1 << 16
+# On the H100 (benchmarks/split_k.py) the split im2col matmul beat one
+# contraction on 19 of 21 weight gradients, by up to 43x where the weight is
+# small and its reduction long (3x3 c3 k32 940x1450: 0.51 ms against 21).
+# It lost only on the large strided 1x1 ones (n32 c1024 k2048 50x50: 2.6 ms
+# against 2.1; c896 k2016: 1.89 against 1.82), where im2col is a strided
+# copy of x and a two-way split does not pay for it.
+GPU_CONTRACTION_MIN_WEIGHT = 1 << 20
 
 
 def grad_weight_by_im2col(spec: ConvBackwardSpec) -> bool:
-    """The form of grad_weight for the current target: im2col + matmul on the
-    CPU and for grouped convolutions; on GPU targets otherwise only for
-    kernels larger than 1x1 whose gradient has at least GPU_IM2COL_MIN_WEIGHT
-    elements, else one contraction."""
+    """The form of grad_weight for the current target: im2col + matmul
+    (split-K on GPU targets, `_reduction_split`), except one contraction on
+    GPU targets for an ungrouped strided 1x1 kernel whose gradient has at
+    least GPU_CONTRACTION_MIN_WEIGHT elements."""
     if targets.current() == "cpu" or spec.groups > 1:
-        return True  # grouped: the contraction failed to compile for CUDA (3x3 g32 c256 200x200)
-    return any(k > 1 for k in spec.kernel) and math.prod(spec.weight_shape) >= GPU_IM2COL_MIN_WEIGHT
+        return True  # grouped: the contraction did not finish a 45 s benchmark (3x3 g32 c256 200x200)
+    one_by_one = all(k == 1 for k in spec.kernel) and any(s > 1 for s in spec.stride)
+    return not (one_by_one and math.prod(spec.weight_shape) >= GPU_CONTRACTION_MIN_WEIGHT)
 
 
 def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value) -> ir.Value:
@@ -95,13 +97,55 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
     cols = forms.collapse_range(forms.collapse_range(cols, 1, 2 + r), 2, 3 + r)  # [g, n*o, col*k]
     if groups == 1:  # a plain matmul, not a batch of one
         lhs, cols = lb.collapse_dims(lhs, 0), lb.collapse_dims(cols, 0)
-    init = lb.zeros([*([groups] if groups > 1 else []), rows, columns * math.prod(spec.kernel)],
-                    lb.element_type(ACCUMULATOR))
-    named = targets.current() == "cpu"  # see forms.matmul
-    acc = forms.expand_trailing(forms.matmul(lhs, cols, init, named), [columns, *spec.kernel])
+    out_sizes = [*([groups] if groups > 1 else []), rows, columns * math.prod(spec.kernel)]
+    split = _reduction_split(lhs, math.prod(out_sizes))
+    if split > 1:
+        acc = _split_matmul(lhs, cols, out_sizes, split)
+    else:
+        named = targets.current() == "cpu"  # see forms.matmul
+        acc = forms.matmul(lhs, cols, lb.zeros(out_sizes, lb.element_type(ACCUMULATOR)), named)
+    acc = forms.expand_trailing(acc, [columns, *spec.kernel])
     if groups > 1:
         acc = lb.collapse_dims(acc, 0)
     return lb.convert(acc, lb.element_type(spec.dtype))
+
+
+# Split-K on GPU targets: enough partial sums that the weight gradient's
+# matmul fills the GPU (about SPLIT_TARGET_PARTIALS partial outputs), each
+# over a run of at least SPLIT_MIN_CHUNK terms (docs/performance.md).
+SPLIT_TARGET_PARTIALS = 1 << 22
+SPLIT_MIN_CHUNK = 512
+
+
+def _reduction_split(lhs: ir.Value, outputs: int) -> int:
+    """Partial sums for the matmul whose reduction is lhs's last dim: 1 on
+    the CPU (its few threads are busy without it) and where the batch is
+    dynamic (the length must be a known multiple of the split)."""
+    length = ir.RankedTensorType(lhs.type).shape[-1]
+    if targets.current() == "cpu" or length == lb.dynamic():
+        return 1
+    return geometry.reduction_split(length, outputs, SPLIT_TARGET_PARTIALS, SPLIT_MIN_CHUNK)
+
+
+def _split_matmul(lhs: ir.Value, cols: ir.Value, out_sizes: list[int], split: int) -> ir.Value:
+    """`out[(g,)m,n] = sum_k lhs[(g,)m,k] * cols[(g,)k,n]` as `split`
+    independent matmuls over contiguous runs of k, then their sum:
+    part[s,(g,)m,n] = sum_j lhs[(g,)m,s,j] * cols[(g,)s,j,n]."""
+    batch = len(out_sizes) - 2
+    length = ir.RankedTensorType(lhs.type).shape[-1]
+    lhs = lb.expand_dim(lhs, batch + 1, (split, length // split))
+    cols = lb.expand_dim(cols, batch, (split, length // split))
+    num = batch + 4
+    s, *g, m, n, j = lb.dims(num)
+    maps = [lb.affine_map(num, [*g, m, s, j]), lb.affine_map(num, [*g, s, j, n]),
+            lb.affine_map(num, [s, *g, m, n])]
+    acc = lb.element_type(ACCUMULATOR)
+    parts = lb.contraction(lhs, cols, lb.zeros([split, *out_sizes], acc), maps,
+                           [PARALLEL] * (batch + 3) + [REDUCTION])
+    rank = batch + 3
+    *kept, s = lb.dims(rank)  # the sum over s innermost, as a reduction's loop order has it
+    maps = [lb.affine_map(rank, [s, *kept]), lb.affine_map(rank, kept)]
+    return lb.reduction(parts, lb.zeros(out_sizes, acc), maps, [PARALLEL] * (rank - 1) + [REDUCTION])
 
 
 def _grad_weight_contraction(

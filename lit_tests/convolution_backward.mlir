@@ -254,3 +254,35 @@ func.func @declined_groups_not_constant(%arg0: !torch.vtensor<[2,4,6],f32>, %arg
   %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %0, %false, %1, %groups, %2 : !torch.vtensor<[2,4,6],f32>, !torch.vtensor<[2,4,8],f32>, !torch.vtensor<[4,2,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,4,8],f32>, !torch.none, !torch.none
   return %result0 : !torch.vtensor<[2,4,8],f32>
 }
+
+// -----
+
+// grad_weight alone, with a reduction long enough to split: 2 images of
+// 32x32 positions (2048 terms) for 4x3x3x3 weights. On GPU targets the
+// im2col matmul is split into 4 partial sums of 512 terms each (split-K:
+// otherwise a few thread blocks would run the whole sum), then summed; on
+// the CPU one named matmul.
+// CHECK-LABEL: func.func @grad_weight_2d_k3x3_s1_p1_d1_g1_f32
+// CHECK:         linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x2048xf32>, tensor<2048x27xf32>) outs(%{{.*}} : tensor<4x27xf32>)
+// GPU-LABEL: func.func @grad_weight_2d_k3x3_s1_p1_d1_g1_f32
+// GPU-NOT:     linalg.matmul
+// GPU:         %[[PARTS:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction"]
+// GPU-SAME:      ins(%{{.*}}, %{{.*}} : tensor<4x4x512xf32>, tensor<4x512x27xf32>) outs(%{{.*}} : tensor<4x4x27xf32>)
+// GPU:         linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
+// GPU-SAME:      ins(%[[PARTS]] : tensor<4x4x27xf32>) outs(%{{.*}} : tensor<4x27xf32>)
+// GPU:         tensor.expand_shape {{.*}} output_shape [4, 3, 3, 3]
+
+func.func @grad_weight_2d_k3x3_s1_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,32,32],f32>, %arg1: !torch.vtensor<[2,3,32,32],f32>, %arg2: !torch.vtensor<[4,3,3,3],f32>) -> !torch.vtensor<[4,3,3,3],f32> {
+  %true = torch.constant.bool true
+  %int0 = torch.constant.int 0
+  %false = torch.constant.bool false
+  %int1 = torch.constant.int 1
+  %none = torch.constant.none
+  %0 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %false, %true, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,4,32,32],f32>, !torch.vtensor<[2,3,32,32],f32>, !torch.vtensor<[4,3,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.none, !torch.vtensor<[4,3,3,3],f32>, !torch.none
+  return %result1 : !torch.vtensor<[4,3,3,3],f32>
+}

@@ -210,3 +210,14 @@ def test_subpixel_form_computes_grad_input_exactly(k, s, d, p, n):
 def test_subpixel_form_refuses_unaligned_phases():
     with pytest.raises(ValueError, match="not aligned"):
         geometry.subpixel_form(9, 3, 2, 1, 3)
+
+
+@pytest.mark.parametrize("length", [1, 7, 96, 196, 1000, 25088])
+@pytest.mark.parametrize("outputs", [1, 27 * 32, 1 << 14])
+@pytest.mark.parametrize("target, min_chunk", [(1 << 12, 1), (1 << 22, 64), (1 << 22, 512)])
+def test_reduction_split_is_the_best_divisor(length, outputs, target, min_chunk):
+    split = geometry.reduction_split(length, outputs, target, min_chunk)
+    fits = [d for d in range(1, length + 1)
+            if length % d == 0 and (d == 1 or (d * outputs <= max(target, outputs) + outputs - 1
+                                               and length // d >= min_chunk))]
+    assert split == max(fits)

@@ -1,0 +1,103 @@
+"""H100 timings of the weight gradient with and without split-K: the
+matmul over an im2col gather as one reduction over every batch and output
+position, against the same reduction split into partial sums (about 2^20,
+2^22 or 2^24 partial outputs, chunks of at least 512 terms) and summed.
+The evidence for `gradients.SPLIT_TARGET_PARTIALS` (docs/performance.md).
+
+    ./dev python -m benchmarks.split_k prepare .bench-split     # here
+    python3 benchmarks/run_on_gpu.py .bench-split results.json  # there
+    ./dev python -m benchmarks.split_k report results.json      # here
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Iterator
+
+from iree_bwdconv import gradients, lowering, pipeline
+from iree_bwdconv.errors import PipelineError
+
+from . import modules
+from .forms import RESNET50_H100
+from .shapes import SHAPES, Shape
+
+GRAD_WEIGHT_ONLY = (False, True, False)
+TARGETS = {"split-2^20": 1 << 20, "split-2^22": 1 << 22, "split-2^24": 1 << 24}
+
+
+@contextlib.contextmanager
+def _forced(im2col: bool | None, target_partials: int) -> Iterator[None]:
+    """The lowering with the weight gradient's form and split forced."""
+    saved = gradients.grad_weight_by_im2col, gradients.SPLIT_TARGET_PARTIALS
+    if im2col is not None:
+        gradients.grad_weight_by_im2col = lambda spec: im2col
+    gradients.SPLIT_TARGET_PARTIALS = target_partials
+    try:
+        yield
+    finally:
+        gradients.grad_weight_by_im2col, gradients.SPLIT_TARGET_PARTIALS = saved
+
+
+def variants(shape: Shape) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """name -> (MLIR text, extra iree-compile flags)."""
+    raw = modules.raw_torch(shape, GRAD_WEIGHT_ONLY)
+    out = {"upstream": (raw, modules.UPSTREAM_FLAGS)}
+    lower = lambda: lowering.lower_torch(lowering.parse_torch_mlir(raw), target="cuda")  # noqa: E731
+    with _forced(False, 0):
+        out["contraction"] = (lower(), ())
+    with _forced(True, 0):
+        out["im2col"] = (lower(), ())
+    for name, partials in TARGETS.items():
+        with _forced(True, partials):
+            out[name] = (lower(), ())
+    return out
+
+
+def prepare(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest, jobs = [], []
+    for index, shape in enumerate((*SHAPES, *RESNET50_H100)):
+        dy, x, w = modules.example_tensors(shape)
+        inputs = ["x".join(map(str, t.shape)) + "x" + shape.dtype for t in (dy, x, w)]
+        for name, (text, flags) in variants(shape).items():
+            entry = dict(shape=shape.name, mask="grad_weight", variant=name, vmfb=f"s{index}-{name}.vmfb",
+                         inputs=inputs)
+            manifest.append(entry)
+            jobs.append((entry, text, flags))
+        eager = dict(n=shape.n, c=shape.c, k=shape.k, hw=shape.hw, kernel=shape.kernel, stride=shape.stride,
+                     padding=shape.padding, groups=shape.groups, dtype=shape.dtype)
+        manifest.append(dict(shape=shape.name, mask="grad_weight", variant="torch-eager", eager=eager))
+
+    def compile_one(job) -> None:
+        entry, text, flags = job
+        try:
+            (folder / entry["vmfb"]).write_bytes(pipeline.iree_compile(text, "cuda", flags))
+        except PipelineError as err:  # a form that does not compile is a result too
+            entry["compile_error"] = err.diagnostics.strip().splitlines()[0][:200]
+        print(entry["vmfb"], entry.get("compile_error", "ok"), flush=True)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:  # iree-compile runs outside the GIL
+        list(pool.map(compile_one, jobs))
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+
+def report(results_path: Path) -> None:
+    results = json.loads(results_path.read_text())
+    table: dict[str, dict[str, float | None]] = {}
+    for r in results:
+        table.setdefault(r["shape"], {})[r["variant"]] = r.get("median_ms")
+    names = ["torch-eager", "upstream", "contraction", "im2col", *TARGETS]
+    print("| shape | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for shape in (*SHAPES, *RESNET50_H100):
+        row = table.get(shape.name, {})
+        print(f"| {shape.name} | " + " | ".join(f"{row[n]:.3f}" if row.get(n) else "-" for n in names) + " |")
+
+
+if __name__ == "__main__":
+    command, path = sys.argv[1], Path(sys.argv[2])
+    prepare(path) if command == "prepare" else report(path)
