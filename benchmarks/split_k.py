@@ -49,6 +49,8 @@ def variants(shape: Shape) -> dict[str, tuple[str, tuple[str, ...]]]:
     lower = lambda: lowering.lower_torch(lowering.parse_torch_mlir(raw), target="cuda")  # noqa: E731
     with _forced(False, 0):
         out["contraction"] = (lower(), ())
+    with _forced(False, TARGETS["split-2^22"]):
+        out["contraction-split"] = (lower(), ())
     with _forced(True, 0):
         out["im2col"] = (lower(), ())
     for name, partials in TARGETS.items():
@@ -90,7 +92,7 @@ def report(results_path: Path) -> None:
     table: dict[str, dict[str, float | None]] = {}
     for r in results:
         table.setdefault(r["shape"], {})[r["variant"]] = r.get("median_ms")
-    names = ["torch-eager", "upstream", "contraction", "im2col", *TARGETS]
+    names = ["torch-eager", "upstream", "contraction", "contraction-split", "im2col", *TARGETS]
     print("| shape | " + " | ".join(names) + " |")
     print("|---|" + "---|" * len(names))
     for shape in (*SHAPES, *RESNET50_H100):

@@ -41,24 +41,63 @@ def grad_bias(spec: ConvBackwardSpec, grad_output: ir.Value) -> ir.Value:
     return lb.convert(acc, lb.element_type(spec.dtype))
 
 
-# On the H100 (benchmarks/split_k.py) the split im2col matmul beat one
-# contraction on 19 of 21 weight gradients, by up to 43x where the weight is
-# small and its reduction long (3x3 c3 k32 940x1450: 0.51 ms against 21).
-# It lost only on the large strided 1x1 ones (n32 c1024 k2048 50x50: 2.6 ms
-# against 2.1; c896 k2016: 1.89 against 1.82), where im2col is a strided
-# copy of x and a two-way split does not pay for it.
-GPU_CONTRACTION_MIN_WEIGHT = 1 << 20
+# Split-K on GPU targets: enough partial sums that the weight gradient's
+# contraction fills the GPU (about SPLIT_TARGET_PARTIALS partial outputs),
+# each over a run of at least SPLIT_MIN_CHUNK terms. A weight gradient is a
+# few thousand outputs, each a sum over every image and output position:
+# unsplit, a few thread blocks ran each whole sum (docs/performance.md).
+SPLIT_TARGET_PARTIALS = 1 << 22
+SPLIT_MIN_CHUNK = 512
+
+# On the H100 (benchmarks/split_k.py) the contraction split by images beat
+# the split im2col matmul on 12 of 20 ungrouped shapes (ResNet-50's 3x3 c64:
+# 0.46 ms against 1.46; every 1x1 layer with 10+ images) and lost where the
+# images are too few to split into at least GPU_CONTRACTION_MIN_PARTIALS
+# partial outputs (3x3 c3 k32 940x1450, n1-n5: 0.49 ms against 21; i2v, n1)
+# and on the wide stride-1 kernels (3x3 c256 k256: 0.76 against 0.49 at
+# 14x14, 7.8 against 5.5 at 50x50).
+GPU_CONTRACTION_MIN_PARTIALS = 1 << 18
+GPU_IM2COL_MIN_WEIGHT_STRIDE_1 = 1 << 19
 
 
 def grad_weight_by_im2col(spec: ConvBackwardSpec) -> bool:
-    """The form of grad_weight for the current target: im2col + matmul
-    (split-K on GPU targets, `_reduction_split`), except one contraction on
-    GPU targets for an ungrouped strided 1x1 kernel whose gradient has at
-    least GPU_CONTRACTION_MIN_WEIGHT elements."""
+    """The form of grad_weight for the current target: im2col + matmul on the
+    CPU and for grouped convolutions; on GPU targets one contraction split by
+    images, unless the images split into too few partial sums or the kernel
+    is larger than 1x1, unstrided and has at least
+    GPU_IM2COL_MIN_WEIGHT_STRIDE_1 elements, which take the split im2col matmul."""
     if targets.current() == "cpu" or spec.groups > 1:
         return True  # grouped: the contraction did not finish a 45 s benchmark (3x3 g32 c256 200x200)
-    one_by_one = all(k == 1 for k in spec.kernel) and any(s > 1 for s in spec.stride)
-    return not (one_by_one and math.prod(spec.weight_shape) >= GPU_CONTRACTION_MIN_WEIGHT)
+    weight = math.prod(spec.weight_shape)
+    split = image_split(spec)
+    if split < 2 or split * weight < GPU_CONTRACTION_MIN_PARTIALS:
+        return True
+    wide = any(k > 1 for k in spec.kernel) and all(s == 1 for s in spec.stride)
+    return wide and weight >= GPU_IM2COL_MIN_WEIGHT_STRIDE_1
+
+
+def _windows(spec: ConvBackwardSpec) -> tuple[int, ...]:
+    """The positions each weight gradient term sums over, per image."""
+    return spec.input_spatial if spec.transposed else spec.output_spatial
+
+
+def image_split(spec: ConvBackwardSpec) -> int:
+    """Partial sums for the contraction, each over a run of whole images
+    (the leading dim of both operands, so that splitting is a reshape): 1 on
+    the CPU (its few threads are busy without it) and for a dynamic batch."""
+    if targets.current() == "cpu" or spec.batch is None:
+        return 1
+    min_images = -(-SPLIT_MIN_CHUNK // max(math.prod(_windows(spec)), 1))
+    return geometry.reduction_split(spec.batch, math.prod(spec.weight_shape), SPLIT_TARGET_PARTIALS, min_images)
+
+
+def im2col_split(spec: ConvBackwardSpec) -> int:
+    """Partial sums for the im2col matmul, over runs of its (image,
+    position) rows; 1 where `image_split` is."""
+    if targets.current() == "cpu" or spec.batch is None:
+        return 1
+    length = spec.batch * math.prod(_windows(spec))
+    return geometry.reduction_split(length, math.prod(spec.weight_shape), SPLIT_TARGET_PARTIALS, SPLIT_MIN_CHUNK)
 
 
 def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value) -> ir.Value:
@@ -98,7 +137,7 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
     if groups == 1:  # a plain matmul, not a batch of one
         lhs, cols = lb.collapse_dims(lhs, 0), lb.collapse_dims(cols, 0)
     out_sizes = [*([groups] if groups > 1 else []), rows, columns * math.prod(spec.kernel)]
-    split = _reduction_split(lhs, math.prod(out_sizes))
+    split = im2col_split(spec)
     if split > 1:
         acc = _split_matmul(lhs, cols, out_sizes, split)
     else:
@@ -108,23 +147,6 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
     if groups > 1:
         acc = lb.collapse_dims(acc, 0)
     return lb.convert(acc, lb.element_type(spec.dtype))
-
-
-# Split-K on GPU targets: enough partial sums that the weight gradient's
-# matmul fills the GPU (about SPLIT_TARGET_PARTIALS partial outputs), each
-# over a run of at least SPLIT_MIN_CHUNK terms (docs/performance.md).
-SPLIT_TARGET_PARTIALS = 1 << 22
-SPLIT_MIN_CHUNK = 512
-
-
-def _reduction_split(lhs: ir.Value, outputs: int) -> int:
-    """Partial sums for the matmul whose reduction is lhs's last dim: 1 on
-    the CPU (its few threads are busy without it) and where the batch is
-    dynamic (the length must be a known multiple of the split)."""
-    length = ir.RankedTensorType(lhs.type).shape[-1]
-    if targets.current() == "cpu" or length == lb.dynamic():
-        return 1
-    return geometry.reduction_split(length, outputs, SPLIT_TARGET_PARTIALS, SPLIT_MIN_CHUNK)
 
 
 def _split_matmul(lhs: ir.Value, cols: ir.Value, out_sizes: list[int], split: int) -> ir.Value:
@@ -142,30 +164,48 @@ def _split_matmul(lhs: ir.Value, cols: ir.Value, out_sizes: list[int], split: in
     acc = lb.element_type(ACCUMULATOR)
     parts = lb.contraction(lhs, cols, lb.zeros([split, *out_sizes], acc), maps,
                            [PARALLEL] * (batch + 3) + [REDUCTION])
-    rank = batch + 3
-    *kept, s = lb.dims(rank)  # the sum over s innermost, as a reduction's loop order has it
-    maps = [lb.affine_map(rank, [s, *kept]), lb.affine_map(rank, kept)]
-    return lb.reduction(parts, lb.zeros(out_sizes, acc), maps, [PARALLEL] * (rank - 1) + [REDUCTION])
+    return _sum_partials(parts, out_sizes)
 
 
 def _grad_weight_contraction(
     spec: ConvBackwardSpec, plain: ir.Value, windowed: ir.Value, rows: int, columns: int
 ) -> ir.Value:
     """dw[g,row,col,k] = sum_{n,o} windowed[n,g,col,o*s+k*d] * plain[n,g,row,o], one
-    generic. The windowed operand must come first: with the operands swapped,
-    IREE's GPU code generation failed to compile some of these ("failed to
-    pack reduction dimensions": the demo CNN's stem, 1x1 c512 k1024 100x100)
-    and took 5 s on the 1x1 n32 c1024 k2048 50x50 gradients."""
+    generic, split by images on GPU targets (`image_split`). The windowed
+    operand must come first: with the operands swapped, IREE's GPU code
+    generation failed to compile some of these ("failed to pack reduction
+    dimensions": the demo CNN's stem, 1x1 c512 k1024 100x100) and took 5 s
+    on the 1x1 n32 c1024 k2048 50x50 gradients."""
     r = spec.spatial_rank
-    num = 4 + 2 * r
-    g, row, col, *rest = lb.dims(num)
+    out_sizes = [spec.groups, rows, columns, *spec.kernel]
+    split = image_split(spec)
+    if split > 1:
+        images = ir.RankedTensorType(windowed.type).shape[0] // split
+        windowed = lb.expand_dim(windowed, 0, (split, images))
+        plain = lb.expand_dim(plain, 0, (split, images))
+    lead = 1 if split > 1 else 0
+    num = lead + 4 + 2 * r
+    d = lb.dims(num)
+    s, (g, row, col, *rest) = d[:lead], d[lead:]
     k, (n, *o) = rest[:r], rest[r:]
-    reads = [oi * s + ki * d for oi, ki, s, d in zip(o, k, spec.stride, spec.dilation)]
-    maps = [lb.affine_map(num, [n, g, col, *reads]), lb.affine_map(num, [n, g, row, *o]),
-            lb.affine_map(num, [g, row, col, *k])]
-    init = lb.zeros([spec.groups, rows, columns, *spec.kernel], lb.element_type(ACCUMULATOR))
-    acc = lb.contraction(windowed, plain, init, maps, [PARALLEL] * (3 + r) + [REDUCTION] * (1 + r))
+    reads = [oi * st + ki * dil for oi, ki, st, dil in zip(o, k, spec.stride, spec.dilation)]
+    maps = [lb.affine_map(num, [*s, n, g, col, *reads]), lb.affine_map(num, [*s, n, g, row, *o]),
+            lb.affine_map(num, [*s, g, row, col, *k])]
+    init = lb.zeros([split] * lead + out_sizes, lb.element_type(ACCUMULATOR))
+    acc = lb.contraction(windowed, plain, init, maps, [PARALLEL] * (lead + 3 + r) + [REDUCTION] * (1 + r))
+    if split > 1:
+        acc = _sum_partials(acc, out_sizes)
     return lb.convert(lb.collapse_dims(acc, 0), lb.element_type(spec.dtype))
+
+
+def _sum_partials(parts: ir.Value, out_sizes: list[int]) -> ir.Value:
+    """out[...] = sum_s parts[s, ...], the sum over s innermost as a
+    reduction's loop order has it."""
+    rank = len(out_sizes) + 1
+    *kept, s = lb.dims(rank)
+    maps = [lb.affine_map(rank, [s, *kept]), lb.affine_map(rank, kept)]
+    acc = lb.element_type(ACCUMULATOR)
+    return lb.reduction(parts, lb.zeros(out_sizes, acc), maps, [PARALLEL] * (rank - 1) + [REDUCTION])
 
 
 def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:

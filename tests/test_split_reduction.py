@@ -1,7 +1,8 @@
-"""The weight gradient's split-K form (GPU targets), compiled for and run on
-the CPU against eager float64 over every registered case that asks for
+"""The weight gradient's split-K forms (GPU targets), compiled for and run
+on the CPU against eager float64 over every registered case that asks for
 grad_weight, with the split forced down to chunks of a few terms so that the
-small cases split too."""
+small cases split too: the im2col matmul split into runs of its reduction,
+and the one contraction split by images."""
 
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ from e2e_tests.harness import run_and_compare, spec_of
 from e2e_tests.registry import CASES
 from iree_bwdconv import functional, geometry, gradients
 
-WEIGHT_CASES = [name for name, case in CASES.items() if case.output_mask[1]]
+# Grouped weight gradients always take the im2col form (gradients.grad_weight_by_im2col).
+FORMS_OF_CASES = [(name, form) for name, case in CASES.items() if case.output_mask[1]
+                  for form in ("im2col", "contraction") if form == "im2col" or case.groups == 1]
+MIN_CHUNK, TARGET = 3, 1 << 30
 
 
 @pytest.fixture
@@ -22,23 +26,31 @@ def gpu_forms_split_small(monkeypatch):
     original = functional.lowered
     monkeypatch.setattr(functional, "lowered",
                         lambda spec, bias_sizes=None, target="cpu": original(spec, bias_sizes, "cuda"))
-    monkeypatch.setattr(gradients, "SPLIT_MIN_CHUNK", 3)
-    monkeypatch.setattr(gradients, "SPLIT_TARGET_PARTIALS", 1 << 30)
+    monkeypatch.setattr(gradients, "SPLIT_MIN_CHUNK", MIN_CHUNK)
+    monkeypatch.setattr(gradients, "SPLIT_TARGET_PARTIALS", TARGET)
     functional.clear_cache()
     yield original
     functional.clear_cache()
 
 
-@pytest.mark.parametrize("name", WEIGHT_CASES)
-def test_split_weight_gradient_matches_eager_float64(name: str, gpu_forms_split_small) -> None:
-    case = CASES[name]
-    text = gpu_forms_split_small(spec_of(case), case.bias_sizes, "cuda")
+def expected_split(case, form: str) -> int:
     windows = case.input_shape[2:] if case.transposed else case.grad_output_shape[2:]
-    length = case.input_shape[0] * math.prod(windows)
-    split = geometry.reduction_split(length, math.prod(case.weight_shape), 1 << 30, 3)
-    partials = f"tensor<{split}x"
+    images, positions = case.input_shape[0], math.prod(windows)
+    outputs = math.prod(case.weight_shape)
+    if form == "im2col":
+        return geometry.reduction_split(images * positions, outputs, TARGET, MIN_CHUNK)
+    return geometry.reduction_split(images, outputs, TARGET, -(-MIN_CHUNK // positions))
+
+
+@pytest.mark.parametrize("name, form", FORMS_OF_CASES)
+def test_split_weight_gradient_matches_eager_float64(name: str, form: str, gpu_forms_split_small,
+                                                     monkeypatch) -> None:
+    case = CASES[name]
+    monkeypatch.setattr(gradients, "grad_weight_by_im2col", lambda spec: form == "im2col")
+    text = gpu_forms_split_small(spec_of(case), case.bias_sizes, "cuda")
+    split = expected_split(case, form)
     if case.dynamic_batch:  # the length must be known to split it
         assert "tensor<?x" in text
-    elif split > 1:  # a reduction of fewer than 2 * 3 terms stays whole
-        assert partials in text, (split, text)
+    elif split > 1:  # a reduction too short for 2 chunks stays whole
+        assert f"tensor<{split}x" in text, (split, text)
     run_and_compare(case)
