@@ -1,0 +1,176 @@
+"""Where the time of a 1x1 strided grad_input goes on the H100: the GEMM in
+our NCHW form, the same GEMM channels-last as the named matmul (between
+transposes), each with and without placing the result at stride in the
+zero-filled grad_input, and IREE's own matmul of the GEMM alone.
+
+    ./dev python -m benchmarks.gemm_1x1 prepare .bench-1x1     # here
+    python3 benchmarks/run_on_gpu.py .bench-1x1 results.json   # there
+    ./dev python -m benchmarks.gemm_1x1 report results.json    # here
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Callable
+
+import torch
+from torch_mlir import ir
+from torch_mlir.dialects import func, tensor
+
+from iree_bwdconv import contraction_forms as forms
+from iree_bwdconv import lowering, pipeline
+from iree_bwdconv import linalg_builders as lb
+
+from . import modules
+from .gpu import MatMul
+from .forms import RESNET50_H100
+from .shapes import SHAPES, Shape
+
+ONE_BY_ONE = [s for s in (*SHAPES, *RESNET50_H100) if s.kernel == 1]
+
+
+def _module(shape: Shape, body: Callable[[ir.Value, ir.Value], ir.Value]) -> str:
+    """func @main(dy, x, w) -> body(dy, w), built with our builders."""
+    dy, x, w = modules.example_tensors(shape)
+    with lowering.new_context(), ir.Location.unknown():
+        elem = lb.element_type(shape.dtype)
+        types = [ir.RankedTensorType.get(list(t.shape), elem) for t in (dy, x, w)]
+        module = ir.Module.create()
+        with ir.InsertionPoint(module.body):
+            @func.FuncOp.from_py_func(*types, name="main")
+            def main(dy_v, x_v, w_v):
+                return body(dy_v, w_v)
+        return str(module)
+
+
+def _nchw_gemm(shape: Shape, dy: ir.Value, w: ir.Value) -> ir.Value:
+    """dx[n,c,o] = sum_k dy[n,k,o] w[k,c]: the 1x1 convolution ours emits."""
+    n, k, oh, ow = lb.sizes_of(dy)
+    filt = forms.transpose(w, [1, 0, 2, 3])
+    init = lb.zeros([n, shape.c, oh, ow], lb.element_type("f32"))
+    return lb.convert(forms.conv(dy, filt, init, [1, 1], [1, 1]), lb.element_type(shape.dtype))
+
+
+def _rows_gemm(shape: Shape, dy: ir.Value, w: ir.Value, named: bool) -> ir.Value:
+    """rows[(n,o),c] = dy^T[(n,o),k] @ w[k,c], channels-last."""
+    n, k, oh, ow = lb.sizes_of(dy)
+    rows = forms.collapse_range(forms.transpose(dy, [0, 2, 3, 1]), 0, 3)
+    taps = forms.collapse_range(w, 1, 4)
+    init = lb.zeros([n * oh * ow, shape.c], lb.element_type("f32"))
+    return lb.convert(forms.matmul(rows, taps, init, named), lb.element_type(shape.dtype))
+
+
+def _placed(shape: Shape, dy: ir.Value, out_nchw: ir.Value) -> ir.Value:
+    n = lb.sizes_of(dy)[0]
+    if shape.stride == 1:
+        return out_nchw
+    zeros = lb.zeros([n, shape.c, *shape.hw], lb.element_type(shape.dtype))
+    return lb.insert_strided(out_nchw, zeros, [0, 0, 0, 0], [1, 1, shape.stride, shape.stride])
+
+
+def _rows_to_nchw(shape: Shape, dy: ir.Value, rows: ir.Value) -> ir.Value:
+    n, _, oh, ow = lb.sizes_of(dy)
+    return forms.transpose(lb.expand_dim(lb.expand_dim(rows, 0, (n, oh * ow)), 1, (oh, ow)), [0, 3, 1, 2])
+
+
+def _woven(shape: Shape, dy: ir.Value, rows: ir.Value) -> ir.Value:
+    """One elementwise pass: transpose back and interleave the zeros."""
+    n = lb.sizes_of(dy)[0]
+    if shape.stride == 1:
+        return _rows_to_nchw(shape, dy, rows)
+    grid = forms.interleave({(0, 0): _rows_to_nchw(shape, dy, rows)}, [shape.stride] * 2,
+                            lb.element_type(shape.dtype))
+    grid = forms.collapse_range(forms.collapse_range(grid, 4, 6), 2, 4)
+    return lb.extract(grid, [0, 0, 0, 0], [n, shape.c, *shape.hw])
+
+
+def _unit_dims(shape: Shape, out_nchw: ir.Value) -> ir.Value:
+    """[n, c, oh, ow] -> [n, c, oh, 1, ow, 1]."""
+    n, c, oh, ow = lb.sizes_of(out_nchw)
+    return lb.expand_dim(lb.expand_dim(out_nchw, 3, (ow, 1)), 2, (oh, 1))
+
+
+def _crop(shape: Shape, grid6: ir.Value) -> ir.Value:
+    n, c = lb.sizes_of(grid6)[:2]
+    grid = forms.collapse_range(forms.collapse_range(grid6, 4, 6), 2, 4)
+    return lb.extract(grid, [0, 0, 0, 0], [n, c, *shape.hw])
+
+
+def _inserted_6d(shape: Shape, out_nchw: ir.Value) -> ir.Value:
+    """The result into the residue-0 slab of a zero [n, c, oh, s, ow, s] grid
+    (a unit-stride insert), collapsed and cropped."""
+    if shape.stride == 1:
+        return out_nchw
+    n, c, oh, ow = lb.sizes_of(out_nchw)
+    s = shape.stride
+    grid = lb.zeros([n, c, oh, s, ow, s], lb.element_type(shape.dtype))
+    source = _unit_dims(shape, out_nchw)
+    static, dyn = lb.static_and_dynamic(lb.sizes_of(source))
+    grid = tensor.InsertSliceOp(source, grid, [], dyn, [], [0] * 6, static, [1] * 6).result
+    return _crop(shape, grid)
+
+
+def _padded_6d(shape: Shape, out_nchw: ir.Value) -> ir.Value:
+    """The result padded with zeros from [.., oh, 1, ow, 1] to [.., oh, s, ow, s]."""
+    if shape.stride == 1:
+        return out_nchw
+    s = shape.stride
+    return _crop(shape, lb.pad(_unit_dims(shape, out_nchw), [0] * 6, [0, 0, 0, s - 1, 0, s - 1]))
+
+
+def variants(shape: Shape) -> dict[str, str]:
+    return {
+        "nchw-insert-6d": _module(shape, lambda dy, w: _inserted_6d(shape, _nchw_gemm(shape, dy, w))),
+        "nchw-pad-6d": _module(shape, lambda dy, w: _padded_6d(shape, _nchw_gemm(shape, dy, w))),
+        "ours": modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda"),
+        "nchw-gemm-only": _module(shape, lambda dy, w: _nchw_gemm(shape, dy, w)),
+        "cl-named-gemm-only": _module(shape, lambda dy, w: _rows_gemm(shape, dy, w, True)),
+        "cl-named": _module(shape, lambda dy, w: _placed(shape, dy, _rows_to_nchw(
+            shape, dy, _rows_gemm(shape, dy, w, True)))),
+        "cl-named-woven": _module(shape, lambda dy, w: _woven(shape, dy, _rows_gemm(shape, dy, w, True))),
+        "cl-generic": _module(shape, lambda dy, w: _placed(shape, dy, _rows_to_nchw(
+            shape, dy, _rows_gemm(shape, dy, w, False)))),
+    }
+
+
+def prepare(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = []
+    for index, shape in enumerate(ONE_BY_ONE):
+        inputs = ["x".join(map(str, t.shape)) + "x" + shape.dtype for t in modules.example_tensors(shape)]
+        for name, text in variants(shape).items():
+            entry = dict(shape=shape.name, mask="grad_input", variant=name, vmfb=f"g{index}-{name}.vmfb",
+                         inputs=inputs)
+            try:
+                (folder / entry["vmfb"]).write_bytes(pipeline.iree_compile(text, "cuda"))
+            except Exception as err:  # noqa: BLE001 - a form that does not compile is a result too
+                entry["compile_error"] = str(err).strip().splitlines()[0][:200]
+            manifest.append(entry)
+            print(entry["vmfb"], entry.get("compile_error", "ok"), flush=True)
+        m = shape.n * shape.out_hw[0] * shape.out_hw[1]
+        a, b = torch.zeros(m, shape.k, dtype=shape.torch_dtype), torch.zeros(shape.k, shape.c, dtype=shape.torch_dtype)
+        name = f"g{index}-iree-matmul.vmfb"
+        (folder / name).write_bytes(pipeline.iree_compile(lowering.lower(MatMul(), a, b, target="cuda"), "cuda"))
+        manifest.append(dict(shape=shape.name, mask="grad_input", variant="iree-matmul", vmfb=name,
+                             inputs=[f"{m}x{shape.k}x{shape.dtype}", f"{shape.k}x{shape.c}x{shape.dtype}"]))
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+
+def report(results_path: Path) -> None:
+    results = json.loads(results_path.read_text())
+    table: dict[str, dict[str, float | None]] = {}
+    for r in results:
+        table.setdefault(r["shape"], {})[r["variant"]] = r.get("median_ms")
+    names = sorted({r["variant"] for r in results})
+    print("| shape | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for shape in ONE_BY_ONE:
+        row = table.get(shape.name, {})
+        print(f"| {shape.name} | " + " | ".join(f"{row[n]:.3f}" if row.get(n) else "-" for n in names) + " |")
+
+
+if __name__ == "__main__":
+    command, path = sys.argv[1], Path(sys.argv[2])
+    prepare(path) if command == "prepare" else report(path)
