@@ -32,13 +32,43 @@ def _batch(value: ir.Value) -> lb.Size:
 
 
 def grad_bias(spec: ConvBackwardSpec, grad_output: ir.Value) -> ir.Value:
-    """db[f] = sum over n and every spatial position of dy[n, f, ...]."""
+    """db[f] = sum over n and every spatial position of dy[n, f, ...]; on GPU
+    targets in two steps (`bias_split`): rows[n, f, s] = sum_j dy[n, f, (s, j)]
+    over runs j of the flattened positions, then db[f] = sum_{n,s} rows[n, f, s]."""
     r = spec.spatial_rank
-    f, n, *o = lb.dims(2 + r)
-    init = lb.zeros([spec.out_channels], lb.element_type(ACCUMULATOR))
-    maps = [lb.affine_map(2 + r, [n, f, *o]), lb.affine_map(2 + r, [f])]
-    acc = lb.reduction(grad_output, init, maps, [PARALLEL] + [REDUCTION] * (1 + r))
-    return lb.convert(acc, lb.element_type(spec.dtype))
+    acc = lb.element_type(ACCUMULATOR)
+    split = bias_split(spec)
+    if split is None:
+        f, n, *o = lb.dims(2 + r)
+        maps = [lb.affine_map(2 + r, [n, f, *o]), lb.affine_map(2 + r, [f])]
+        total = lb.reduction(grad_output, lb.zeros([spec.out_channels], acc), maps,
+                             [PARALLEL] + [REDUCTION] * (1 + r))
+        return lb.convert(total, lb.element_type(spec.dtype))
+    positions = math.prod(spec.output_spatial)
+    runs = lb.expand_dim(forms.collapse_range(grad_output, 2, 2 + r), 2, (split, positions // split))
+    n, f, s, j = lb.dims(4)
+    rows = lb.reduction(runs, lb.zeros([_batch(grad_output), spec.out_channels, split], acc),
+                        [lb.affine_map(4, [n, f, s, j]), lb.affine_map(4, [n, f, s])], [PARALLEL] * 3 + [REDUCTION])
+    f, n, s = lb.dims(3)
+    total = lb.reduction(rows, lb.zeros([spec.out_channels], acc),
+                         [lb.affine_map(3, [n, f, s]), lb.affine_map(3, [f])], [PARALLEL] + [REDUCTION] * 2)
+    return lb.convert(total, lb.element_type(spec.dtype))
+
+
+# grad_bias on GPU targets: enough rows (image, channel, run) that the first
+# step fills the GPU, each a contiguous run of at least SPLIT_MIN_CHUNK
+# positions. On the H100 the one reduction took 3 ms for dy of n32 k2048
+# 25x25 and 79 ms for n3 k32 470x725 (docs/performance.md).
+BIAS_TARGET_ROWS = 1 << 16
+
+
+def bias_split(spec: ConvBackwardSpec) -> Optional[int]:
+    """Runs per image and channel for grad_bias's first step; None on the
+    CPU, where one reduction is kept."""
+    if targets.current() == "cpu":
+        return None
+    rows = (spec.batch or 1) * spec.out_channels
+    return geometry.reduction_split(math.prod(spec.output_spatial), rows, BIAS_TARGET_ROWS, SPLIT_MIN_CHUNK)
 
 
 # Split-K on GPU targets: enough partial sums that the weight gradient's

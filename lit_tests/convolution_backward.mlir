@@ -286,3 +286,34 @@ func.func @grad_weight_2d_k3x3_s1_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,32,32]
   %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,4,32,32],f32>, !torch.vtensor<[2,3,32,32],f32>, !torch.vtensor<[4,3,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.none, !torch.vtensor<[4,3,3,3],f32>, !torch.none
   return %result1 : !torch.vtensor<[4,3,3,3],f32>
 }
+
+// -----
+
+// grad_bias alone. On the CPU one reduction over n, h, w; on GPU targets two:
+// rows [n, f, run] over runs of 512 positions, then their sum (otherwise a
+// few thread blocks run the whole sum).
+// CHECK-LABEL: func.func @grad_bias_2d_k3x3_s1_p1_d1_g1_f32
+// CHECK:         linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "reduction", "reduction"]
+// CHECK-SAME:      outs(%{{.*}} : tensor<4xf32>)
+// GPU-LABEL: func.func @grad_bias_2d_k3x3_s1_p1_d1_g1_f32
+// GPU:         tensor.expand_shape {{.*}} output_shape [2, 4, 2, 512] : tensor<2x4x1024xf32> into tensor<2x4x2x512xf32>
+// GPU:         %[[ROWS:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction"]
+// GPU-SAME:      outs(%{{.*}} : tensor<2x4x2xf32>)
+// GPU:         linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "reduction"]
+// GPU-SAME:      ins(%[[ROWS]] : tensor<2x4x2xf32>) outs(%{{.*}} : tensor<4xf32>)
+
+func.func @grad_bias_2d_k3x3_s1_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,32,32],f32>, %arg1: !torch.vtensor<[2,3,32,32],f32>, %arg2: !torch.vtensor<[4,3,3,3],f32>) -> !torch.vtensor<[4],f32> {
+  %true = torch.constant.bool true
+  %int0 = torch.constant.int 0
+  %false = torch.constant.bool false
+  %int1 = torch.constant.int 1
+  %int4 = torch.constant.int 4
+  %0 = torch.prim.ListConstruct %int4 : (!torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %5 = torch.prim.ListConstruct %false, %false, %true : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %0, %1, %2, %3, %false, %4, %int1, %5 : !torch.vtensor<[2,4,32,32],f32>, !torch.vtensor<[2,3,32,32],f32>, !torch.vtensor<[4,3,3,3],f32>, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.none, !torch.none, !torch.vtensor<[4],f32>
+  return %result2 : !torch.vtensor<[4],f32>
+}

@@ -54,3 +54,17 @@ def test_split_weight_gradient_matches_eager_float64(name: str, form: str, gpu_f
     elif split > 1:  # a reduction too short for 2 chunks stays whole
         assert f"tensor<{split}x" in text, (split, text)
     run_and_compare(case)
+
+
+@pytest.mark.parametrize("name", [name for name, case in CASES.items() if case.output_mask[2]])
+def test_split_bias_gradient_matches_eager_float64(name: str, gpu_forms_split_small) -> None:
+    """grad_bias in two steps: rows over runs of each image's positions, then
+    their sum."""
+    case = CASES[name]
+    text = gpu_forms_split_small(spec_of(case), case.bias_sizes, "cuda")
+    n, f, *spatial = case.grad_output_shape
+    images = 1 if case.dynamic_batch else n  # a dynamic batch splits as if of one image
+    split = geometry.reduction_split(math.prod(spatial), images * f, gradients.BIAS_TARGET_ROWS, MIN_CHUNK)
+    rows = f"tensor<{'?' if case.dynamic_batch else n}x{f}x{split}xf32>"
+    assert rows in text, (rows, text)
+    run_and_compare(case)
