@@ -15,16 +15,16 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-import torch
 from torch_mlir import ir
 from torch_mlir.dialects import func, tensor
 
 from iree_bwdconv import contraction_forms as forms
-from iree_bwdconv import lowering, pipeline
 from iree_bwdconv import linalg_builders as lb
+from iree_bwdconv import lowering, pipeline
+from iree_bwdconv.errors import PipelineError
 
 from . import modules
-from .gpu import MatMul
+from .gpu import iree_matmul_entry, print_variant_table
 from .forms import RESNET50_H100
 from .shapes import SHAPES, Shape
 
@@ -145,32 +145,14 @@ def prepare(folder: Path) -> None:
                          inputs=inputs)
             try:
                 (folder / entry["vmfb"]).write_bytes(pipeline.iree_compile(text, "cuda"))
-            except Exception as err:  # noqa: BLE001 - a form that does not compile is a result too
-                entry["compile_error"] = str(err).strip().splitlines()[0][:200]
+            except PipelineError as err:  # a form that does not compile is a result too
+                entry["compile_error"] = err.diagnostics.strip().splitlines()[0][:200]
             manifest.append(entry)
             print(entry["vmfb"], entry.get("compile_error", "ok"), flush=True)
-        m = shape.n * shape.out_hw[0] * shape.out_hw[1]
-        a, b = torch.zeros(m, shape.k, dtype=shape.torch_dtype), torch.zeros(shape.k, shape.c, dtype=shape.torch_dtype)
-        name = f"g{index}-iree-matmul.vmfb"
-        (folder / name).write_bytes(pipeline.iree_compile(lowering.lower(MatMul(), a, b, target="cuda"), "cuda"))
-        manifest.append(dict(shape=shape.name, mask="grad_input", variant="iree-matmul", vmfb=name,
-                             inputs=[f"{m}x{shape.k}x{shape.dtype}", f"{shape.k}x{shape.c}x{shape.dtype}"]))
+        manifest.append(iree_matmul_entry(folder, shape, f"g{index}-iree-matmul.vmfb"))
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
-
-
-def report(results_path: Path) -> None:
-    results = json.loads(results_path.read_text())
-    table: dict[str, dict[str, float | None]] = {}
-    for r in results:
-        table.setdefault(r["shape"], {})[r["variant"]] = r.get("median_ms")
-    names = sorted({r["variant"] for r in results})
-    print("| shape | " + " | ".join(names) + " |")
-    print("|---|" + "---|" * len(names))
-    for shape in ONE_BY_ONE:
-        row = table.get(shape.name, {})
-        print(f"| {shape.name} | " + " | ".join(f"{row[n]:.3f}" if row.get(n) else "-" for n in names) + " |")
 
 
 if __name__ == "__main__":
     command, path = sys.argv[1], Path(sys.argv[2])
-    prepare(path) if command == "prepare" else report(path)
+    prepare(path) if command == "prepare" else print_variant_table(path, ONE_BY_ONE)

@@ -15,6 +15,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Optional, Sequence
 
 import torch
 
@@ -52,6 +53,30 @@ def _variants(shape: Shape, mask) -> dict[str, tuple[str, tuple[str, ...]]]:
     return out
 
 
+def iree_matmul_entry(folder: Path, shape: Shape, vmfb: str) -> dict:
+    """IREE's own matmul of a 1x1 grad_input's GEMM ([n*o, k] x [k, c]),
+    compiled into folder/vmfb: the ceiling of the 1x1 forms. Its manifest entry."""
+    m = shape.n * shape.out_hw[0] * shape.out_hw[1]
+    a, b = torch.zeros(m, shape.k, dtype=shape.torch_dtype), torch.zeros(shape.k, shape.c, dtype=shape.torch_dtype)
+    (folder / vmfb).write_bytes(pipeline.iree_compile(lowering.lower(MatMul(), a, b, target="cuda"), "cuda"))
+    return dict(shape=shape.name, mask="grad_input", variant="iree-matmul", vmfb=vmfb,
+                inputs=[f"{m}x{shape.k}x{shape.dtype}", f"{shape.k}x{shape.c}x{shape.dtype}"])
+
+
+def print_variant_table(results_path: Path, shapes: Sequence[Shape], names: Optional[Sequence[str]] = None) -> None:
+    """One row per shape, one column per variant (all of them unless `names`), median ms."""
+    results = json.loads(results_path.read_text())
+    table: dict[str, dict[str, Optional[float]]] = {}
+    for r in results:
+        table.setdefault(r["shape"], {})[r["variant"]] = r.get("median_ms")
+    names = list(names or sorted({r["variant"] for r in results}))
+    print("| shape | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for shape in shapes:
+        row = table.get(shape.name, {})
+        print(f"| {shape.name} | " + " | ".join(f"{row[n]:.3f}" if row.get(n) else "-" for n in names) + " |")
+
+
 def prepare(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     manifest = []
@@ -67,12 +92,7 @@ def prepare(folder: Path) -> None:
                 manifest.append(entry)
                 print(name, entry.get("compile_error", "ok"), flush=True)
         if shape.kernel == 1:
-            m = shape.n * shape.out_hw[0] * shape.out_hw[1]
-            a, b = torch.zeros(m, shape.k, dtype=shape.torch_dtype), torch.zeros(shape.k, shape.c, dtype=shape.torch_dtype)
-            name = f"s{index}-grad_input-iree-matmul.vmfb"
-            (folder / name).write_bytes(pipeline.iree_compile(lowering.lower(MatMul(), a, b, target="cuda"), "cuda"))
-            manifest.append(dict(shape=shape.name, mask="grad_input", variant="iree-matmul", vmfb=name,
-                                 inputs=[f"{m}x{shape.k}x{shape.dtype}", f"{shape.k}x{shape.c}x{shape.dtype}"]))
+            manifest.append(iree_matmul_entry(folder, shape, f"s{index}-grad_input-iree-matmul.vmfb"))
         eager = dict(n=shape.n, c=shape.c, k=shape.k, hw=shape.hw, kernel=shape.kernel, stride=shape.stride,
                      padding=shape.padding, groups=shape.groups, dtype=shape.dtype)
         manifest.append(dict(shape=shape.name, mask="grad_input", variant="torch-eager", eager=eager))

@@ -22,6 +22,7 @@ from iree_bwdconv import gradients, lowering, pipeline
 from iree_bwdconv.errors import PipelineError
 
 from . import modules
+from .gpu import print_variant_table
 from .forms import RESNET50_H100
 from .shapes import SHAPES, Shape
 
@@ -87,19 +88,7 @@ def prepare(folder: Path) -> None:
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 
-def report(results_path: Path) -> None:
-    results = json.loads(results_path.read_text())
-    table: dict[str, dict[str, float | None]] = {}
-    for r in results:
-        table.setdefault(r["shape"], {})[r["variant"]] = r.get("median_ms")
-    names = ["torch-eager", "upstream", "contraction", "contraction-split", "im2col", *TARGETS]
-    print("| shape | " + " | ".join(names) + " |")
-    print("|---|" + "---|" * len(names))
-    for shape in (*SHAPES, *RESNET50_H100):
-        row = table.get(shape.name, {})
-        print(f"| {shape.name} | " + " | ".join(f"{row[n]:.3f}" if row.get(n) else "-" for n in names) + " |")
-
-
 if __name__ == "__main__":
     command, path = sys.argv[1], Path(sys.argv[2])
-    prepare(path) if command == "prepare" else report(path)
+    names = ["torch-eager", "upstream", "contraction", "contraction-split", "im2col", *TARGETS]
+    prepare(path) if command == "prepare" else print_variant_table(path, (*SHAPES, *RESNET50_H100), names)
