@@ -283,4 +283,6 @@ def reduction_split(length: int, outputs: int, target_partials: int, min_chunk: 
     if length <= 0 or outputs <= 0:
         return 1
     wanted = min(_ceil_div(target_partials, outputs), length // max(min_chunk, 1))
-    return max((d for d in range(1, max(wanted, 1) + 1) if length % d == 0), default=1)
+    divisors = (d for small in range(1, math.isqrt(length) + 1) if length % small == 0
+                for d in (small, length // small))
+    return max((d for d in divisors if d <= wanted), default=1)
