@@ -233,12 +233,15 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     """The grad_input form, unless `$IREE_BWDCONV_GRAD_INPUT_FORM` forces one
     (for measuring); docs/performance.md has the measurements.
 
-    GPU targets: per-phase, but the direct form for grouped convolutions.
+    GPU targets: per-phase, but the direct form for grouped convolutions
+    and for narrow ones with long phases (`_narrow_with_long_phases`).
     On the H100 the direct form ran 8.0 ms against per-phase's 13.1 on the
     grouped g32 shape (8 channels per group); without groups it ran 1.7x
-    slower on the 5x5 and Retinanet shapes, as fast on n1 c3 940x1450, and
-    faster only on ResNet-50's 7x7 stride-2 stem (3 channels: 5.4 ms
-    against 7.5), which alone does not make a rule. The
+    slower on the 5x5 and Retinanet shapes and as fast on n1 c3 940x1450,
+    but faster wherever grad_input has at most 4 channels and a phase 3 or
+    more taps per dim: 5x5 s2 c3 3.4 ms against 9.6, ResNet-50's 7x7 s2
+    stem 5.5 against 7.6 (with 16 channels per-phase won, 3.5 against 6.2;
+    docs/performance.md). The
     sub-pixel form ran 1.6x to 7x slower than per-phase on 5 of the 7
     strided shapes where both apply, so it is not picked; it is refused
     where the phases are not aligned (d/gcd(d, s) > 1).
@@ -258,7 +261,22 @@ def choose_form(spec: ConvBackwardSpec) -> str:
         return forced
     if any(k > 1 for k in spec.kernel) and (targets.current() == "cpu" or spec.groups > 1):
         return "direct"
+    if _narrow_with_long_phases(spec):
+        return "direct"
     return "per-phase"
+
+
+# grad_input channels (per group) up to which long phases lose to the direct form on GPU targets.
+NARROW_CHANNELS = 4
+
+
+def _narrow_with_long_phases(spec: ConvBackwardSpec) -> bool:
+    """At most NARROW_CHANNELS input channels per group and some phase of 3
+    or more taps in a dim (5x5 and 7x7 kernels at stride 2): each phase is
+    then a long reduction into a few output channels, which IREE's CUDA code
+    ran slower than one convolution over the zero-inserted grad_output."""
+    longest = max(phase.taps for dim in spec.per_dim() for phase in geometry.grad_input_phases(*dim))
+    return spec.in_channels // spec.groups <= NARROW_CHANNELS and longest >= 3
 
 
 def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:

@@ -1,0 +1,37 @@
+"""The grad_input form rule (`choose_form`) on the configurations that
+docs/performance.md measured it on: which form each target gets."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import iree_bwdconv.patterns.convolution_backward_phases as phases
+from iree_bwdconv import functional, geometry, targets
+
+
+def spec(channels: int, kernel: int, stride: int, padding: int, size: int = 32, groups: int = 1):
+    out = geometry.conv_output_size(size, kernel, stride, padding, 1)
+    dy, x = torch.zeros(1, 8, out, out), torch.zeros(1, channels, size, size)
+    w = torch.zeros(8, channels // groups, kernel, kernel)
+    return functional.spec_of(dy, x, w, None, [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], groups,
+                              [True, False, False])
+
+
+@pytest.mark.parametrize("channels, kernel, stride, padding, groups, gpu_form", [
+    (3, 7, 2, 3, 1, "direct"),      # ResNet-50's stem: 4 taps per phase into 3 channels
+    (3, 5, 2, 2, 1, "direct"),      # 3 taps per phase into 3 channels
+    (16, 7, 2, 3, 1, "per-phase"),  # 16 channels: the phases win
+    (64, 5, 2, 2, 1, "per-phase"),
+    (3, 3, 2, 1, 1, "per-phase"),   # 2 taps per phase (c3 k32 940x1450)
+    (3, 1, 2, 0, 1, "per-phase"),   # a 1x1 kernel: one GEMM
+    (8, 3, 2, 1, 4, "direct"),      # grouped
+])
+def test_form_per_target(channels, kernel, stride, padding, groups, gpu_form, monkeypatch):
+    monkeypatch.delenv(phases.FORM_VARIABLE, raising=False)
+    configuration = spec(channels, kernel, stride, padding, groups=groups)
+    for target in ("cuda", "gfx942"):
+        with targets.lowering_for(target):
+            assert phases.choose_form(configuration) == gpu_form
+    with targets.lowering_for("cpu"):
+        assert phases.choose_form(configuration) == ("per-phase" if kernel == 1 else "direct")
