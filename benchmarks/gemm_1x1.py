@@ -70,7 +70,7 @@ def _placed(shape: Shape, dy: ir.Value, out_nchw: ir.Value) -> ir.Value:
     return lb.insert_strided(out_nchw, zeros, [0, 0, 0, 0], [1, 1, shape.stride, shape.stride])
 
 
-def _rows_to_nchw(shape: Shape, dy: ir.Value, rows: ir.Value) -> ir.Value:
+def _rows_to_nchw(dy: ir.Value, rows: ir.Value) -> ir.Value:
     n, _, oh, ow = lb.sizes_of(dy)
     return forms.transpose(lb.expand_dim(lb.expand_dim(rows, 0, (n, oh * ow)), 1, (oh, ow)), [0, 3, 1, 2])
 
@@ -79,14 +79,14 @@ def _woven(shape: Shape, dy: ir.Value, rows: ir.Value) -> ir.Value:
     """One elementwise pass: transpose back and interleave the zeros."""
     n = lb.sizes_of(dy)[0]
     if shape.stride == 1:
-        return _rows_to_nchw(shape, dy, rows)
-    grid = forms.interleave({(0, 0): _rows_to_nchw(shape, dy, rows)}, [shape.stride] * 2,
+        return _rows_to_nchw(dy, rows)
+    grid = forms.interleave({(0, 0): _rows_to_nchw(dy, rows)}, [shape.stride] * 2,
                             lb.element_type(shape.dtype))
     grid = forms.collapse_range(forms.collapse_range(grid, 4, 6), 2, 4)
     return lb.extract(grid, [0, 0, 0, 0], [n, shape.c, *shape.hw])
 
 
-def _unit_dims(shape: Shape, out_nchw: ir.Value) -> ir.Value:
+def _unit_dims(out_nchw: ir.Value) -> ir.Value:
     """[n, c, oh, ow] -> [n, c, oh, 1, ow, 1]."""
     n, c, oh, ow = lb.sizes_of(out_nchw)
     return lb.expand_dim(lb.expand_dim(out_nchw, 3, (ow, 1)), 2, (oh, 1))
@@ -106,7 +106,7 @@ def _inserted_6d(shape: Shape, out_nchw: ir.Value) -> ir.Value:
     n, c, oh, ow = lb.sizes_of(out_nchw)
     s = shape.stride
     grid = lb.zeros([n, c, oh, s, ow, s], lb.element_type(shape.dtype))
-    source = _unit_dims(shape, out_nchw)
+    source = _unit_dims(out_nchw)
     static, dyn = lb.static_and_dynamic(lb.sizes_of(source))
     grid = tensor.InsertSliceOp(source, grid, [], dyn, [], [0] * 6, static, [1] * 6).result
     return _crop(shape, grid)
@@ -117,7 +117,7 @@ def _padded_6d(shape: Shape, out_nchw: ir.Value) -> ir.Value:
     if shape.stride == 1:
         return out_nchw
     s = shape.stride
-    return _crop(shape, lb.pad(_unit_dims(shape, out_nchw), [0] * 6, [0, 0, 0, s - 1, 0, s - 1]))
+    return _crop(shape, lb.pad(_unit_dims(out_nchw), [0] * 6, [0, 0, 0, s - 1, 0, s - 1]))
 
 
 def variants(shape: Shape) -> dict[str, str]:
@@ -128,10 +128,10 @@ def variants(shape: Shape) -> dict[str, str]:
         "nchw-gemm-only": _module(shape, lambda dy, w: _nchw_gemm(shape, dy, w)),
         "cl-named-gemm-only": _module(shape, lambda dy, w: _rows_gemm(shape, dy, w, True)),
         "cl-named": _module(shape, lambda dy, w: _placed(shape, dy, _rows_to_nchw(
-            shape, dy, _rows_gemm(shape, dy, w, True)))),
+            dy, _rows_gemm(shape, dy, w, True)))),
         "cl-named-woven": _module(shape, lambda dy, w: _woven(shape, dy, _rows_gemm(shape, dy, w, True))),
         "cl-generic": _module(shape, lambda dy, w: _placed(shape, dy, _rows_to_nchw(
-            shape, dy, _rows_gemm(shape, dy, w, False)))),
+            dy, _rows_gemm(shape, dy, w, False)))),
     }
 
 

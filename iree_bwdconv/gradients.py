@@ -138,7 +138,8 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
     transposed=True:  dw[g,c,(f,k)] = sum_{(n,i)} x[n,g,c,i] * dyp[n,g,f,i*s+k*d]
 
     as an im2col gather and one matmul per group, or as one contraction
-    (`grad_weight_by_im2col`).
+    (`grad_weight_by_im2col`); on GPU targets either is split-K
+    (`im2col_split`, `image_split`).
     """
     r, groups = spec.spatial_rank, spec.groups
     c_in, f_out = spec.in_channels // groups, spec.out_channels // groups
