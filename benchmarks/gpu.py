@@ -44,7 +44,7 @@ def _variants(shape: Shape, mask) -> dict[str, tuple[str, tuple[str, ...]]]:
     out = {"upstream": (raw, modules.UPSTREAM_FLAGS)}
     forms = ["auto"]
     if mask == modules.GRAD_INPUT_ONLY and shape.stride > 1 and shape.kernel > 1:
-        forms += ["per-phase", "sub-pixel"]
+        forms += ["per-phase", "sub-pixel", "col2im"]
     for form in forms:
         os.environ[FORM_VARIABLE] = form
         text = lowering.lower_torch(lowering.parse_torch_mlir(raw), target="cuda")

@@ -63,10 +63,11 @@ STRIDED = [name for name, c in CASES.items()
            if max(c.stride) > 1 and not c.transposed and c.output_mask[0] and name not in EXPECTED_FAILURES]
 
 
-@pytest.mark.parametrize("form", ["per-phase", "sub-pixel"])
+@pytest.mark.parametrize("form", ["per-phase", "sub-pixel", "col2im"])
 @pytest.mark.parametrize("name", STRIDED)
-def test_both_grad_input_forms_match_eager(name: str, form: str, monkeypatch) -> None:
-    """The form rule picks one form per case; both must be right everywhere."""
+def test_every_grad_input_form_matches_eager(name: str, form: str, monkeypatch) -> None:
+    """The form rule picks one form per case and target; each must be right
+    everywhere and compile for every target."""
     monkeypatch.setenv(functional.GRAD_INPUT_FORM_VARIABLE, form)
     case = CASES[name]
     run_and_compare(case)

@@ -222,6 +222,27 @@ def grad_input_phases(
     return tuple(phases)
 
 
+def phases_span(phases: Sequence[Phase], rows: int) -> tuple[int, int]:
+    """(start, length) of the dy window (zero outside dy) that all of the
+    non-empty `phases` read over `rows` grid rows: the union of their
+    `grid_window`s. The col2im form multiplies dy by every tap once over this
+    window and lets each phase read its sums from there."""
+    windows = [ph.grid_window(rows) for ph in phases if not ph.is_empty]
+    if not windows:
+        raise ValueError("phases_span needs a non-empty phase")
+    start = min(s for s, _ in windows)
+    return start, max(s + n for s, n in windows) - start
+
+
+def reversed_first_tap(phase: Phase, kernel: int) -> int:
+    """Where the phase's first read (j = 0) finds its tap in the kernel
+    reversed (`k' = K-1-k`); read j finds it at `+ j*tap_step`. Reversed, the
+    tap index grows with j as the dy index does, so an indexing map reads
+    both with positive coefficients (IREE mis-sizes tiles of maps with a
+    negative one)."""
+    return kernel - 1 - phase.tap_indices[0]
+
+
 def phase_grid_length(input_size: int, stride: int, padding: int) -> int:
     """Rows q of the [q, residue] grid that holds positions `i + p`; the
     grid is flattened to `q*s + r` and cropped to `[p, p + I)`."""

@@ -32,7 +32,7 @@ from torch_mlir.dialects import arith, linalg, tensor
 from torch_mlir.rewrite import PatternRewriter
 
 from iree_bwdconv import contraction_forms as forms
-from iree_bwdconv import geometry, gradients, targets
+from iree_bwdconv import col2im, geometry, gradients, targets
 from iree_bwdconv import linalg_builders as lb
 from iree_bwdconv.linalg_builders import PARALLEL, REDUCTION
 from iree_bwdconv.spec import ConvBackwardSpec
@@ -105,14 +105,11 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
     is inserted with stride into a zero grad_input instead."""
     r, groups = spec.spatial_rank, spec.groups
     f_out = spec.out_channels // groups
-    per_dim = [geometry.grad_input_phases(*dim) for dim in spec.per_dim()]
-    rows = [geometry.phase_grid_length(i, s, p) for i, s, p in zip(spec.input_spatial, spec.stride, spec.padding)]
-    dy = lb.expand_dim(grad_output, 1, (groups, f_out)) if groups > 1 else grad_output
-    w = lb.expand_dim(weight, 0, (groups, f_out))
-    live = [phases for phases in itertools.product(*per_dim)
-            if all(ph.reads_dy(o) for ph, o in zip(phases, spec.output_spatial))]  # others: zeros
+    live, rows = _live_phases(spec)
     if not live:
         return gradients.zeros_like_input(spec, grad_output)
+    dy = lb.expand_dim(grad_output, 1, (groups, f_out)) if groups > 1 else grad_output
+    w = lb.expand_dim(weight, 0, (groups, f_out))
     lead = ir.RankedTensorType(dy.type).rank - r
     dtype = lb.element_type(spec.dtype)
     batch = lb.sizes_of(grad_output)[0]
@@ -135,6 +132,26 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
     return _weave(spec, parts, batch)
 
 
+def _live_phases(spec: ConvBackwardSpec) -> tuple[list[tuple[geometry.Phase, ...]], list[int]]:
+    """The phase combinations that read dy (the others' positions are
+    zeros), and the rows of the [q, residue] grid per dim."""
+    per_dim = [geometry.grad_input_phases(*dim) for dim in spec.per_dim()]
+    rows = [geometry.phase_grid_length(i, s, p) for i, s, p in zip(spec.input_spatial, spec.stride, spec.padding)]
+    live = [phases for phases in itertools.product(*per_dim)
+            if all(ph.reads_dy(o) for ph, o in zip(phases, spec.output_spatial))]
+    return live, rows
+
+
+def grad_input_col2im(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
+    """Every live phase summed from one taps-first matmul (`col2im`), woven
+    into the grid as per-phase convolutions are."""
+    live, rows = _live_phases(spec)
+    if not live:
+        return gradients.zeros_like_input(spec, grad_output)
+    parts = col2im.phase_sums(spec, grad_output, weight, live, rows)
+    return _weave(spec, parts, lb.sizes_of(grad_output)[0])
+
+
 def _weave(spec: ConvBackwardSpec, parts: dict[tuple[int, ...], ir.Value], batch: lb.Size) -> ir.Value:
     """The phases woven into the [q, residue] grid, collapsed to positions
     q*s + r and cropped at the padding."""
@@ -143,7 +160,7 @@ def _weave(spec: ConvBackwardSpec, parts: dict[tuple[int, ...], ir.Value], batch
     lead = ir.RankedTensorType(grid.type).rank - 2 * r
     for axis in range(r):  # [.., q, s, ..] -> [.., q*s, ..]
         grid = lb.collapse_dims(grid, lead + axis)
-    if spec.groups > 1:
+    if lead == 3:  # [n, g, c, ..]: per-phase parts keep the group dim
         grid = lb.collapse_dims(grid, 1)
     return lb.extract(grid, [0, 0, *spec.padding], [batch, spec.in_channels, *spec.input_spatial])
 
@@ -225,7 +242,7 @@ def grad_input_subpixel(spec: ConvBackwardSpec, grad_output: ir.Value, weight: i
     return lb.extract(grid, [0, 0, *spec.padding], [batch, spec.in_channels, *spec.input_spatial])
 
 
-FORMS = ("auto", "per-phase", "sub-pixel", "direct")
+FORMS = ("auto", "per-phase", "sub-pixel", "col2im", "direct")
 FORM_VARIABLE = "IREE_BWDCONV_GRAD_INPUT_FORM"
 
 
@@ -246,10 +263,13 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     strided shapes where both apply, so it is not picked; it is refused
     where the phases are not aligned (d/gcd(d, s) > 1).
     CPU: a kernel of one tap per dim is one GEMM on grad_output (per-phase);
-    any larger kernel goes to the direct form, because IREE 3.13's CPU code
-    for the phases' small convolutions (2x1 taps: 3 GMAC/s) is slower than
-    its 3x3 convolution over the zero-inserted grad_output (85 GMAC/s), even
-    with 4x the multiply-adds: 3x3 s2 2.7 ms against 10 ms.
+    an ungrouped larger kernel takes the col2im form (one matmul of dy with
+    every tap, then windowed sums per phase), which ran 1.2x-4x faster than
+    the direct form there (benchmarks/strided_cpu.py; the stem 15 ms -> 4);
+    grouped ones keep the direct form, run group by group where the groups
+    have 2+ channels (`group_split`; col2im per group ran 2x slower on the
+    g32 shape). IREE 3.13's CPU code for the phases' own small convolutions
+    (2x1 taps: 3 GMAC/s) is slower than either.
     """
     forced = os.environ.get(FORM_VARIABLE, "auto")
     if forced not in FORMS:
@@ -259,7 +279,9 @@ def choose_form(spec: ConvBackwardSpec) -> str:
         return "sub-pixel" if aligned else "per-phase"
     if forced != "auto":
         return forced
-    if any(k > 1 for k in spec.kernel) and (targets.current() == "cpu" or spec.groups > 1):
+    if any(k > 1 for k in spec.kernel) and targets.current() == "cpu":
+        return "direct" if spec.groups > 1 else "col2im"
+    if any(k > 1 for k in spec.kernel) and spec.groups > 1:
         return "direct"
     if _narrow_with_long_phases(spec):
         return "direct"
@@ -294,6 +316,6 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
     if form == "direct":
         return ("the direct form is chosen for this kernel on this target (choose_form): "
                 "the convolution_backward pattern lowers it")
-    gradients.replace_convolution_backward(op, rewriter, spec,
-                                           grad_input_subpixel if form == "sub-pixel" else grad_input_phases)
+    builders = {"sub-pixel": grad_input_subpixel, "col2im": grad_input_col2im, "per-phase": grad_input_phases}
+    gradients.replace_convolution_backward(op, rewriter, spec, builders[form])
     return None

@@ -18,20 +18,21 @@ def spec(channels: int, kernel: int, stride: int, padding: int, size: int = 32, 
                               [True, False, False])
 
 
-@pytest.mark.parametrize("channels, kernel, stride, padding, groups, gpu_form", [
-    (3, 7, 2, 3, 1, "direct"),      # ResNet-50's stem: 4 taps per phase into 3 channels
-    (3, 5, 2, 2, 1, "direct"),      # 3 taps per phase into 3 channels
-    (16, 7, 2, 3, 1, "per-phase"),  # 16 channels: the phases win
-    (64, 5, 2, 2, 1, "per-phase"),
-    (3, 3, 2, 1, 1, "per-phase"),   # 2 taps per phase (c3 k32 940x1450)
-    (3, 1, 2, 0, 1, "per-phase"),   # a 1x1 kernel: one GEMM
-    (8, 3, 2, 1, 4, "direct"),      # grouped
+@pytest.mark.parametrize("channels, kernel, stride, padding, groups, gpu_form, cpu_form", [
+    (3, 7, 2, 3, 1, "direct", "col2im"),      # ResNet-50's stem: 4 taps per phase into 3 channels
+    (3, 5, 2, 2, 1, "direct", "col2im"),      # 3 taps per phase into 3 channels
+    (16, 7, 2, 3, 1, "per-phase", "col2im"),  # 16 channels: the phases win on GPUs
+    (64, 5, 2, 2, 1, "per-phase", "col2im"),
+    (3, 3, 2, 1, 1, "per-phase", "col2im"),   # 2 taps per phase (c3 k32 940x1450)
+    (3, 1, 2, 0, 1, "per-phase", "per-phase"),  # a 1x1 kernel: one GEMM
+    (8, 3, 2, 1, 4, "direct", "direct"),      # grouped (on the CPU group by group)
+    (8, 3, 2, 1, 8, "direct", "direct"),      # depthwise
 ])
-def test_form_per_target(channels, kernel, stride, padding, groups, gpu_form, monkeypatch):
+def test_form_per_target(channels, kernel, stride, padding, groups, gpu_form, cpu_form, monkeypatch):
     monkeypatch.delenv(phases.FORM_VARIABLE, raising=False)
     configuration = spec(channels, kernel, stride, padding, groups=groups)
     for target in ("cuda", "gfx942"):
         with targets.lowering_for(target):
             assert phases.choose_form(configuration) == gpu_form
     with targets.lowering_for("cpu"):
-        assert phases.choose_form(configuration) == ("per-phase" if kernel == 1 else "direct")
+        assert phases.choose_form(configuration) == cpu_form

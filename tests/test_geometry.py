@@ -175,6 +175,39 @@ def test_phases_over_the_whole_grid_compute_grad_input_exactly(k, s, d, p, n):
     assert grid[p : p + n] == brute_grad_input(dy, w, n, s, p, d)
 
 
+@pytest.mark.parametrize("k, s, d, p, n", list(configs()))
+def test_col2im_sums_compute_grad_input_exactly(k, s, d, p, n):
+    """The col2im form: dy times every tap of the reversed kernel over the
+    phases' common span, then each phase adding its taps' products from
+    there (reversed, tap and dy index both grow with j), woven and cropped."""
+    rng = random.Random(hash((k, s, d, p, n, "col2im")))
+    o_size = geometry.conv_output_size(n, k, s, p, d)
+    dy, w = ints(rng, o_size), ints(rng, k)
+    read = lambda o: dy[o] if 0 <= o < o_size else 0  # noqa: E731
+    rows = geometry.phase_grid_length(n, s, p)
+    live = [ph for ph in geometry.grad_input_phases(n, k, s, p, d) if ph.reads_dy(o_size)]
+    grid = [0] * (rows * s)
+    if live:
+        start, length = geometry.phases_span(live, rows)
+        for ph in live:  # the span holds every window it was made from
+            window_start, window_length = ph.grid_window(rows)
+            assert start <= window_start and window_start + window_length <= start + length
+        products = [[read(start + u) * w[k - 1 - t] for u in range(length)] for t in range(k)]  # Z[k', u]
+        for ph in live:
+            first = geometry.reversed_first_tap(ph, k)
+            offset = ph.grid_window(rows)[0] - start
+            for q in range(rows):
+                grid[q * s + ph.residue] = sum(products[first + j * ph.tap_step][offset + q + j * ph.tap_dilation]
+                                               for j in range(ph.taps))
+    assert grid[p : p + n] == brute_grad_input(dy, w, n, s, p, d)
+
+
+def test_phases_span_needs_a_phase():
+    empty = geometry.Phase(residue=1, taps=0, first_tap=0, tap_step=2, tap_dilation=1, first_q=0, count=3, dy_start=0)
+    with pytest.raises(ValueError, match="non-empty"):
+        geometry.phases_span([empty], 4)
+
+
 @pytest.mark.parametrize("k, s, d", [(3, 2, 1), (1, 2, 1), (2, 3, 1), (3, 2, 2), (6, 3, 1), (3, 6, 1)])
 def test_phase_tap_sets(k, s, d):
     """Each tap serves exactly one residue: taps are neither lost nor doubled."""

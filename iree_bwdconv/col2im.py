@@ -1,0 +1,146 @@
+"""The phases of a strided grad_input with the contraction first (col2im):
+grad_output times every tap of the kernel as one matmul, then each phase
+adds up its own taps' products.
+
+    Z[n, c, k', u] = sum_f w'[f, c, k'] * dy[n, f, start + u]        (one matmul)
+    dx_r[n, c, q]  = sum_j Z[n, c, k'_r + j*step, u_r + q + j*D]    (a windowed sum per phase)
+
+where w' is the kernel reversed (`geometry.reversed_first_tap`), `start`
+the first element of dy that any phase reads (`geometry.phases_span`; zero
+outside dy) and `u_r` where phase r's own window starts in that span. The
+matmul multiplies no inserted zero: its work is the forward convolution's
+over the span, whatever the stride and kernel. What per-phase convolutions
+did instead, a few taps each over the channels, is here one matmul with a
+reduction over the output channels and `c * taps` columns; the phases are
+left only additions over a window, as a sum pooling is.
+
+The parts are woven into grad_input by the phase
+pattern, as per-phase convolutions are.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Sequence
+
+from torch_mlir import ir
+from torch_mlir.dialects import arith, linalg, tensor
+
+from . import contraction_forms as forms
+from . import geometry, targets
+from . import linalg_builders as lb
+from .linalg_builders import PARALLEL, REDUCTION
+from .spec import ConvBackwardSpec
+
+ACCUMULATOR = "f32"
+Phases = tuple[geometry.Phase, ...]
+
+# The matmul's columns (grad_output positions of the span, flattened) are
+# padded with zeros to a multiple of this. IREE 3.13's CPU tiling takes
+# tile sizes that divide a dim: the R18 stem's 1369 columns (37^2) ran its
+# batch matmul at 10 GMAC/s (6.5 ms), padded to 1408 in 0.44 ms.
+MATMUL_COLUMNS = 64
+
+
+def phase_sums(
+    spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value, live: Sequence[Phases], rows: Sequence[int]
+) -> dict[tuple[int, ...], ir.Value]:
+    """{residues: dx_r[n, c, *rows] in f32} for each live phase combination,
+    each phase computed over every row of the [q, residue] grid."""
+    r = spec.spatial_rank
+    per_dim = [sorted({phases[axis] for phases in live}, key=lambda ph: ph.residue) for axis in range(r)]
+    spans = [geometry.phases_span(phases, n) for phases, n in zip(per_dim, rows)]
+    products = taps_first(spec, grad_output, weight, spans)
+    return {tuple(ph.residue for ph in phases): _phase_sum(spec, products, phases, spans, rows) for phases in live}
+
+
+def taps_first(
+    spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value, spans: Sequence[tuple[int, int]]
+) -> ir.Value:
+    """Z[g, c, *k', n, *u]: the span of dy (zero outside dy) times every tap
+    of the reversed kernel, summed over the output channels of c's group, in
+    f32: one matmul (a batch matmul over groups) whose columns are every
+    image's span. dy goes channels-first, [g, f, n, u], which for one image
+    is its own layout; the weight is never copied per image (broadcasting
+    it to a batch matmul over images copied 19 MB for ResNet-18's c256 k512
+    layer, slower than its whole direct form)."""
+    r, groups = spec.spatial_rank, spec.groups
+    c_in, f_out = spec.in_channels // groups, spec.out_channels // groups
+    batch = lb.sizes_of(grad_output)[0]
+    low = [0, 0, *(-start for start, _ in spans)]
+    high = [0, 0, *(start + length - o for (start, length), o in zip(spans, spec.output_spatial))]
+    window = forms.collapse_range(lb.pad_or_crop(grad_output, low, high), 2, 2 + r)  # [n, g*f, u]
+    window = lb.expand_dim(window, 1, (groups, f_out))  # [n, g, f, u]
+    if batch == 1:
+        window = lb.collapse_dims(window, 0)  # [g, f, u]
+    else:
+        window = forms.collapse_range(forms.transpose(window, [1, 2, 0, 3]), 2, 4)  # [g, f, n*u]
+    length = math.prod(n for _, n in spans)
+    total = lb.sizes_of(window)[2]
+    if isinstance(total, int):
+        columns = -(-total // MATMUL_COLUMNS) * MATMUL_COLUMNS
+        window = lb.pad(window, [0, 0, 0], [0, 0, columns - total])
+    reversed_ = lb.expand_dim(lb.flip(weight, range(2, 2 + r)), 0, (groups, f_out))  # [g, f, c, k']
+    taps = forms.collapse_range(forms.transpose(reversed_, [0, 2, *range(3, 3 + r), 1]), 1, 2 + r)  # [g, c*k', f]
+    rows = c_in * math.prod(spec.kernel)
+    if groups == 1:  # a plain matmul, not a batch of one
+        taps, window = lb.collapse_dims(taps, 0), lb.collapse_dims(window, 0)
+    init = lb.zeros([*lb.sizes_of(taps)[:-1], lb.sizes_of(window)[-1]], lb.element_type(ACCUMULATOR))
+    named = targets.current() == "cpu"  # see contraction_forms.matmul
+    products = forms.matmul(taps, window, init, named)  # [(g,) c*k', n*u]
+    if groups == 1:
+        products = lb.expand_dim(products, 0, (1, rows))
+    products = lb.extract(products, [0, 0, 0], [groups, rows, total])
+    products = lb.expand_dim(lb.expand_dim(products, 2, (batch, length)), 1, (c_in, rows // c_in))
+    products = forms.expand_trailing(products, [n for _, n in spans])  # [g, c, k', n, u..]
+    return _expand_axis(products, 2, spec.kernel)  # [g, c, k'.., n, u..]
+
+
+def _phase_sum(
+    spec: ConvBackwardSpec, products: ir.Value, phases: Phases, spans: Sequence[tuple[int, int]], rows: Sequence[int]
+) -> ir.Value:
+    """dx_r[n, c, q] = sum_j Z[g, c, k'_r + j*step, n, u_r + q + j*D], each
+    term an exact slice of Z (an operand longer than its reads breaks once
+    IREE folds a unit loop dim, docs/architecture.md)."""
+    r = spec.spatial_rank
+    first_taps = [geometry.reversed_first_tap(ph, k) for ph, k in zip(phases, spec.kernel)]
+    starts = [ph.grid_window(n)[0] - span_start for ph, n, (span_start, _) in zip(phases, rows, spans)]
+    groups, c_in, *_, batch = lb.sizes_of(products)[: 3 + r]
+    # One operand per tap, each the slice of Z that tap reads, added in one
+    # elementwise op: as a reduction over the taps (a sum pooling's form)
+    # IREE's CPU code ran the 2x2 taps' sums of the demo CNN's layer 3x
+    # slower than the matmul before them.
+    reads = []
+    for j in itertools.product(*(range(ph.taps) for ph in phases)):
+        offsets = [first + ji * ph.tap_step for first, ji, ph in zip(first_taps, j, phases)]
+        offsets += [0] + [start + ji * ph.tap_dilation for start, ji, ph in zip(starts, j, phases)]
+        reads.append(lb.extract(products, [0, 0, *offsets], [groups, c_in, *[1] * r, batch, *rows]))
+    num = 3 + r
+    n, g, c, *q = lb.dims(num)
+    zero = ir.AffineConstantExpr.get(0)
+    read_map = lb.affine_map(num, [g, c, *[zero] * r, n, *q])
+    out = tensor.EmptyOp([batch, groups, c_in, *rows], lb.element_type(ACCUMULATOR)).result
+
+    @linalg.generic(reads, [out], [read_map] * len(reads) + [ir.AffineMap.get_identity(num)], [PARALLEL] * num)
+    def result(*args):
+        total = args[0]
+        for value in args[1:-1]:
+            total = arith.addf(total, value)
+        return total
+
+    return lb.collapse_dims(result, 1)
+
+
+def _expand_axis(value: ir.Value, axis: int, sizes: Sequence[int]) -> ir.Value:
+    """Split dim `axis` (static) into `sizes`."""
+    src = ir.RankedTensorType(value.type)
+    if len(sizes) <= 1:
+        return value
+    shape = list(src.shape)
+    new_shape = shape[:axis] + list(sizes) + shape[axis + 1 :]
+    reassociation = [[i] for i in range(axis)] + [list(range(axis, axis + len(sizes)))]
+    reassociation += [[i + len(sizes) - 1] for i in range(axis + 1, src.rank)]
+    static, dyn = lb.static_and_dynamic(lb.sizes_of(value)[:axis] + list(sizes) + lb.sizes_of(value)[axis + 1 :])
+    return tensor.ExpandShapeOp(ir.RankedTensorType.get(static, src.element_type), value, reassociation, dyn,
+                                static).result
