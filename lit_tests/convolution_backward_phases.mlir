@@ -42,23 +42,19 @@
 // SUBPIXEL:         tensor.collapse_shape {{.*}} into tensor<2x3x10x10xf32>
 // SUBPIXEL:         tensor.extract_slice %{{.*}}[0, 0, 1, 1] [2, 3, 8, 8] [1, 1, 1, 1]
 // The same in the col2im form: grad_output, padded once to the span that
-// every phase reads, times all 9 reversed taps of the 3 input channels in
-// one batch matmul (27 columns, one batch per image; grad_output in its own
-// layout); each phase then only adds its taps' products over its window
-// (a sum pooling: the window's shape from an operand never read), from
-// exactly the slice it reads. No multiply after the matmul.
+// every phase reads and laid out [f, n*u] (columns padded to a multiple of
+// 64), times all 9 reversed taps of the 3 input channels in one matmul (27
+// rows); each phase then only adds its taps' products, one slice of the
+// matmul's result per tap, in an elementwise op. No multiply after the matmul.
 // COL2IM-LABEL: func.func @grad_input_2d_s2_p1_d1_g1_f32
 // COL2IM-NOT:     tensor.insert_slice
-// COL2IM:         tensor.pad %{{.*}} low[0, 0, 1, 1] high[0, 0, 1, 1]
-// COL2IM:         linalg.batch_matmul ins(%{{.*}}, %{{.*}} : tensor<2x27x4xf32>, tensor<2x4x36xf32>) outs(%{{.*}} : tensor<2x27x36xf32>)
+// COL2IM:         linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<27x4xf32>, tensor<4x128xf32>) outs(%{{.*}} : tensor<27x128xf32>)
 // COL2IM-NOT:     arith.mulf
-// COL2IM:         %[[S0:.*]] = linalg.generic {{.*}}"reduction", "reduction"]} ins(%{{.*}}, %{{.*}} : tensor<2x3x3x3x6x6xf32>, tensor<2x2xf32>) outs(%{{.*}} : tensor<2x3x5x5xf32>)
-// COL2IM:         tensor.extract_slice %{{.*}}[0, 0, 0, 1, 0, 1] [2, 3, 3, 1, 6, 5] [1, 1, 1, 1, 1, 1]
-// COL2IM:         %[[S1:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<2x3x3x1x6x5xf32>, tensor<2x1xf32>)
-// COL2IM:         %[[S2:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<2x3x1x3x5x6xf32>, tensor<1x2xf32>)
-// COL2IM:         %[[S3:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<2x3x1x1x5x5xf32>, tensor<1x1xf32>)
-// COL2IM:         linalg.generic
-// COL2IM-SAME:      ins(%[[S0]], %[[S1]], %[[S2]], %[[S3]] : {{.*}}) outs(%{{.*}} : tensor<2x3x5x2x5x2xf32>)
+// COL2IM:         outs(%{{.*}} : tensor<2x1x3x5x5xf32>)
+// COL2IM:         outs(%{{.*}} : tensor<2x1x3x5x5xf32>)
+// COL2IM:         outs(%{{.*}} : tensor<2x1x3x5x5xf32>)
+// COL2IM:         outs(%{{.*}} : tensor<2x1x3x5x5xf32>)
+// COL2IM:         outs(%{{.*}} : tensor<2x3x5x2x5x2xf32>)
 // COL2IM-NOT:     arith.mulf
 // COL2IM:         tensor.extract_slice %{{.*}}[0, 0, 1, 1] [2, 3, 8, 8] [1, 1, 1, 1]
 
@@ -138,14 +134,13 @@ func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16(%arg0: !torch.vtensor<[2,8,4,4],f1
 // CHECK:         tensor.collapse_shape {{.*}} into tensor<2x3x9xf32>
 // CHECK-NOT:     tensor.insert_slice
 // CHECK:         return
-// col2im: the same two phases summed from one matmul of 6 columns (3
+// col2im: the same two phases summed from one matmul of 6 rows (3
 // channels x 2 taps); the empty residue gets no sum.
 // COL2IM-LABEL: func.func @grad_input_1d_k2_s3_p0_d1_g1_f32
-// COL2IM:         linalg.batch_matmul {{.*}} outs(%{{.*}} : tensor<2x6x3xf32>)
-// COL2IM:         %[[S0:.*]] = linalg.generic {{.*}}reduction{{.*}} outs(%{{.*}} : tensor<2x3x3xf32>)
-// COL2IM:         %[[S1:.*]] = linalg.generic {{.*}}reduction{{.*}} outs(%{{.*}} : tensor<2x3x3xf32>)
-// COL2IM-NOT:     linalg.generic {{.*}}reduction
-// COL2IM:         ins(%[[S0]], %[[S1]] : tensor<2x3x3xf32>, tensor<2x3x3xf32>) outs(%{{.*}} : tensor<2x3x3x3xf32>)
+// COL2IM:         linalg.matmul {{.*}} outs(%{{.*}} : tensor<6x64xf32>)
+// COL2IM:         outs(%{{.*}} : tensor<2x1x3x3xf32>)
+// COL2IM:         outs(%{{.*}} : tensor<2x1x3x3xf32>)
+// COL2IM:         outs(%{{.*}} : tensor<2x3x3x3xf32>)
 
 func.func @grad_input_1d_k2_s3_p0_d1_g1_f32(%arg0: !torch.vtensor<[2,4,3],f32>, %arg1: !torch.vtensor<[2,3,9],f32>, %arg2: !torch.vtensor<[4,3,2],f32>) -> !torch.vtensor<[2,3,9],f32> {
   %true = torch.constant.bool true
