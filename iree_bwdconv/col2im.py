@@ -12,7 +12,7 @@ matmul multiplies no inserted zero: its work is the forward convolution's
 over the span, whatever the stride and kernel. What per-phase convolutions
 did instead, a few taps each over the channels, is here one matmul with a
 reduction over the output channels and `c * taps` columns; the phases are
-left only additions over a window, as a sum pooling is.
+left only additions: one slice of Z per tap, summed elementwise.
 
 The parts are woven into grad_input by the phase
 pattern, as per-phase convolutions are.
@@ -30,10 +30,10 @@ from torch_mlir.dialects import arith, linalg, tensor
 from . import contraction_forms as forms
 from . import geometry, targets
 from . import linalg_builders as lb
-from .linalg_builders import PARALLEL, REDUCTION
+from .gradients import ACCUMULATOR
+from .linalg_builders import PARALLEL
 from .spec import ConvBackwardSpec
 
-ACCUMULATOR = "f32"
 Phases = tuple[geometry.Phase, ...]
 
 # The matmul's columns (grad_output positions of the span, flattened) are
