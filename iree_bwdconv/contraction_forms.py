@@ -193,3 +193,42 @@ def interleave(parts: dict[tuple[int, ...], ir.Value], strides: Sequence[int], e
         return value if elem == acc_type else arith.truncf(elem, value)
 
     return result
+
+
+def gather_weave(
+    parts: dict[tuple[int, ...], ir.Value], first_rows: dict[tuple[int, ...], Sequence[int]],
+    strides: Sequence[int], padding: Sequence[int], out_sizes: Sequence[lb.Size], elem: ir.Type,
+) -> ir.Value:
+    """dx[.., i, ..] = parts[r][.., q - first_rows[r], ..] with `i + p = q*s + r`
+    per dim, zero for residues without a part, rounded to `elem`: the phases
+    written straight into grad_input's own layout (crop included), one
+    element per iteration. `interleave` iterates the [q, residue] grid
+    instead, whose innermost dim is the residue (2 elements at stride 2),
+    which IREE's GPU code ran far below bandwidth. Each part must hold every
+    row q of its residue that lands in [0, I)."""
+    r = len(strides)
+    lead = len(out_sizes) - r
+    out = tensor.EmptyOp(list(out_sizes), elem).result
+    index_type = ir.IndexType.get()
+    const = lambda v: arith.constant(index_type, v)  # noqa: E731
+    acc_type = ir.RankedTensorType(next(iter(parts.values())).type).element_type
+
+    @linalg.generic([], [out], [ir.AffineMap.get_identity(len(out_sizes))], [PARALLEL] * len(out_sizes))
+    def result(_):
+        leading = [linalg.IndexOp(axis).result for axis in range(lead)]
+        shifted = [arith.addi(linalg.IndexOp(lead + a).result, const(p)) for a, p in enumerate(padding)]
+        rows = [arith.divui(t, const(s)) for t, s in zip(shifted, strides)]
+        residues = [arith.remui(t, const(s)) for t, s in zip(shifted, strides)]
+        value = arith.constant(acc_type, 0.0)
+        for key, part in parts.items():
+            chosen = None
+            for residue, wanted in zip(residues, key):
+                same = arith.cmpi(arith.CmpIPredicate.eq, residue, const(wanted))
+                chosen = same if chosen is None else arith.andi(chosen, same)
+            # Rows of other residues may fall outside this part: read row 0 there.
+            local = [arith.select(chosen, arith.subi(q, const(first)), const(0))
+                     for q, first in zip(rows, first_rows[key])]
+            value = arith.select(chosen, tensor.extract(part, leading + local), value)
+        return value if elem == acc_type else arith.truncf(elem, value)
+
+    return result

@@ -1,0 +1,102 @@
+"""How the phases of a strided grad_input reach grad_input on GPU targets:
+each form (per-phase, col2im, and the direct form for reference) with each
+placement (`grid`: woven into the [q, residue] grid, or for one live phase
+a strided insert into zeros; `gather`: gathered straight into grad_input),
+against upstream, torch eager and, for 1x1 kernels, IREE's own matmul of
+the same GEMM. grad_input only; every strided shape of issues 3 and 5.
+
+    ./dev python -m benchmarks.placement prepare .bench-placement   # here
+    python3 benchmarks/run_on_gpu.py .bench-placement results.json  # there
+    ./dev python -m benchmarks.placement report results.json        # here
+
+`prepare .bench-rule rule` and `report results.json rule` do the same for
+RULE_SHAPES, more strided layers, with the grid placement alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from iree_bwdconv import lowering, pipeline
+from iree_bwdconv.errors import PipelineError
+from iree_bwdconv.patterns import convolution_backward_phases as phases
+
+from . import modules
+from .forms import RESNET50_H100
+from .gpu import iree_matmul_entry, print_variant_table
+from .shapes import SHAPES, Shape
+
+STRIDED = [s for s in (*SHAPES, *RESNET50_H100) if s.stride > 1]
+
+# More strided layers, to place the line between the GPU's forms: ResNet-50's
+# own strided 3x3 layers (torchvision's v1.5), and narrow first layers.
+RULE_SHAPES = (
+    Shape("R50 3x3 s2 n32 c128 k128 56x56", 32, 128, 128, (56, 56), 3, 2, 1),
+    Shape("R50 3x3 s2 n32 c256 k256 28x28", 32, 256, 256, (28, 28), 3, 2, 1),
+    Shape("R50 3x3 s2 n32 c512 k512 14x14", 32, 512, 512, (14, 14), 3, 2, 1),
+    Shape("3x3 s2 n32 c3 k32 224x224 (MobileNet stem)", 32, 3, 32, (224, 224), 3, 2, 1),
+    Shape("3x3 s2 n32 c8 k32 112x112", 32, 8, 32, (112, 112), 3, 2, 1),
+    Shape("3x3 s2 n32 c32 k64 112x112", 32, 32, 64, (112, 112), 3, 2, 1),
+    Shape("7x7 s2 n32 c16 k64 224x224", 32, 16, 64, (224, 224), 7, 2, 3),
+    Shape("7x7 s2 n8 c3 k64 224x224", 8, 3, 64, (224, 224), 7, 2, 3),
+    Shape("5x5 s2 n32 c3 k64 224x224", 32, 3, 64, (224, 224), 5, 2, 2),
+    Shape("5x5 s2 n32 c64 k64 56x56", 32, 64, 64, (56, 56), 5, 2, 2),
+)
+
+
+def _forms(shape: Shape) -> tuple[str, ...]:
+    if shape.kernel == 1:
+        return ("per-phase",)
+    return ("per-phase", "col2im") if shape.groups == 1 else ("per-phase",)
+
+
+def variants(shape: Shape, placements: Sequence[str]) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+    """(name, MLIR text, extra iree-compile flags) of every variant."""
+    raw = modules.raw_torch(shape, modules.GRAD_INPUT_ONLY)
+    yield "upstream", raw, modules.UPSTREAM_FLAGS
+    forced = [(form, placement) for form in _forms(shape) for placement in placements]
+    forced += [("direct", "grid")] if shape.kernel > 1 else []
+    for form, placement in forced:
+        os.environ[phases.FORM_VARIABLE], os.environ[phases.PLACEMENT_VARIABLE] = form, placement
+        try:
+            text = lowering.lower_torch(lowering.parse_torch_mlir(raw), target="cuda")
+        finally:
+            os.environ.pop(phases.FORM_VARIABLE), os.environ.pop(phases.PLACEMENT_VARIABLE)
+        yield (form if form == "direct" else f"{form}-{placement}"), text, ()
+
+
+def prepare(folder: Path, shapes: Sequence[Shape], placements: Sequence[str]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = []
+    for index, shape in enumerate(shapes):
+        inputs = ["x".join(map(str, t.shape)) + "x" + shape.dtype for t in modules.example_tensors(shape)]
+        for name, text, flags in variants(shape, placements):
+            entry = dict(shape=shape.name, mask="grad_input", variant=name, vmfb=f"p{index}-{name}.vmfb",
+                         inputs=inputs)
+            try:
+                (folder / entry["vmfb"]).write_bytes(pipeline.iree_compile(text, "cuda", flags))
+            except PipelineError as err:  # a variant that does not compile is a result too
+                entry["compile_error"] = err.diagnostics.strip().splitlines()[0][:200]
+            manifest.append(entry)
+            print(entry["vmfb"], entry.get("compile_error", "ok"), flush=True)
+        if shape.kernel == 1:
+            manifest.append(iree_matmul_entry(folder, shape, f"p{index}-iree-matmul.vmfb"))
+        eager = dict(n=shape.n, c=shape.c, k=shape.k, hw=shape.hw, kernel=shape.kernel, stride=shape.stride,
+                     padding=shape.padding, groups=shape.groups, dtype=shape.dtype)
+        manifest.append(dict(shape=shape.name, mask="grad_input", variant="torch-eager", eager=eager))
+        (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+
+if __name__ == "__main__":
+    # prepare|report PATH [rule]: the issues' strided shapes with both
+    # placements, or RULE_SHAPES with the grid placement alone.
+    command, path = sys.argv[1], Path(sys.argv[2])
+    rule = sys.argv[3:] == ["rule"]
+    if command == "prepare":
+        prepare(path, RULE_SHAPES, ("grid",)) if rule else prepare(path, STRIDED, ("grid", "gather"))
+    else:
+        print_variant_table(path, RULE_SHAPES if rule else STRIDED)
