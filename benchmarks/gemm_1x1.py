@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional, Sequence
 
 from torch_mlir import ir
-from torch_mlir.dialects import func, tensor
+from torch_mlir.dialects import arith, func, linalg, tensor
 
 from iree_bwdconv import contraction_forms as forms
 from iree_bwdconv import linalg_builders as lb
@@ -120,8 +120,34 @@ def _padded_6d(shape: Shape, out_nchw: ir.Value) -> ir.Value:
     return _crop(shape, lb.pad(_unit_dims(out_nchw), [0] * 6, [0, 0, 0, s - 1, 0, s - 1]))
 
 
+def _pairs(shape: Shape, out_nchw: ir.Value) -> ir.Value:
+    """The result with a zero after each element along w ([.., ow, s], so
+    that every stored word is whole), then inserted with stride s along h
+    only. Stride-2 shapes without padding only."""
+    if shape.stride == 1:
+        return out_nchw
+    n, c, oh, ow = lb.sizes_of(out_nchw)
+    s = shape.stride
+    elem = lb.element_type(shape.dtype)
+    num = 5
+    d = lb.dims(num)
+    out = tensor.EmptyOp([n, c, oh, ow, s], elem).result
+
+    @linalg.generic([out_nchw], [out], [lb.affine_map(num, d[:4]), ir.AffineMap.get_identity(num)],
+                    [lb.PARALLEL] * num)
+    def paired(a, _):
+        first = arith.cmpi(arith.CmpIPredicate.eq, linalg.IndexOp(4).result,
+                           arith.constant(ir.IndexType.get(), 0))
+        return arith.select(first, a, arith.constant(elem, 0.0))
+
+    rows = lb.extract(forms.collapse_range(paired, 3, 5), [0, 0, 0, 0], [n, c, oh, shape.hw[1]])
+    zeros = lb.zeros([n, c, *shape.hw], elem)
+    return lb.insert_strided(rows, zeros, [0, 0, 0, 0], [1, 1, s, 1])
+
+
 def variants(shape: Shape) -> dict[str, str]:
     return {
+        "nchw-pairs": _module(shape, lambda dy, w: _pairs(shape, _nchw_gemm(shape, dy, w))),
         "nchw-insert-6d": _module(shape, lambda dy, w: _inserted_6d(shape, _nchw_gemm(shape, dy, w))),
         "nchw-pad-6d": _module(shape, lambda dy, w: _padded_6d(shape, _nchw_gemm(shape, dy, w))),
         "ours": modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda"),
@@ -135,12 +161,15 @@ def variants(shape: Shape) -> dict[str, str]:
     }
 
 
-def prepare(folder: Path) -> None:
+def prepare(folder: Path, names: Optional[Sequence[str]] = None) -> None:
+    """Every variant, or those in `names`, for every 1x1 shape."""
     folder.mkdir(parents=True, exist_ok=True)
     manifest = []
     for index, shape in enumerate(ONE_BY_ONE):
         inputs = ["x".join(map(str, t.shape)) + "x" + shape.dtype for t in modules.example_tensors(shape)]
         for name, text in variants(shape).items():
+            if names and name not in names:
+                continue
             entry = dict(shape=shape.name, mask="grad_input", variant=name, vmfb=f"g{index}-{name}.vmfb",
                          inputs=inputs)
             try:
@@ -155,4 +184,4 @@ def prepare(folder: Path) -> None:
 
 if __name__ == "__main__":
     command, path = sys.argv[1], Path(sys.argv[2])
-    prepare(path) if command == "prepare" else print_variant_table(path, ONE_BY_ONE)
+    prepare(path, sys.argv[3:]) if command == "prepare" else print_variant_table(path, ONE_BY_ONE)
