@@ -1,0 +1,62 @@
+"""Whether IREE's pad handling changes the GPU's strided grad_input forms:
+each phase reads a zero-padded window of grad_output, which IREE 3.13
+lowers to a fill and a `slow_memcpy` dispatch of its own unless told to
+fuse the pad into the convolution that reads it. grad_input only, for CUDA.
+
+    ./dev python -m benchmarks.pad_fusion prepare .bench-pad       # here
+    python3 benchmarks/run_on_gpu.py .bench-pad results.json       # there
+    ./dev python -m benchmarks.pad_fusion report results.json      # here
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from iree_bwdconv import lowering, pipeline
+from iree_bwdconv.errors import PipelineError
+from iree_bwdconv.patterns import convolution_backward_phases as phases
+
+from . import modules
+from .gpu import print_variant_table
+from .placement import RULE_SHAPES, STRIDED
+
+SHAPES = [s for s in (*STRIDED, *RULE_SHAPES) if s.kernel > 1 and s.groups == 1]
+
+FLAG_SETS = {
+    "": (),
+    "+fuse-pad": ("--iree-dispatch-creation-enable-fuse-padding-into-linalg-consumer-ops",),
+    "+pad-handling": ("--iree-flow-enable-pad-handling",),
+}
+
+
+def prepare(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = []
+    for index, shape in enumerate(SHAPES):
+        inputs = ["x".join(map(str, t.shape)) + "x" + shape.dtype for t in modules.example_tensors(shape)]
+        raw = modules.raw_torch(shape, modules.GRAD_INPUT_ONLY)
+        for form in ("per-phase", "col2im", "direct"):
+            os.environ[phases.FORM_VARIABLE] = form
+            try:
+                text = lowering.lower_torch(lowering.parse_torch_mlir(raw), target="cuda")
+            finally:
+                os.environ.pop(phases.FORM_VARIABLE)
+            for suffix, flags in FLAG_SETS.items():
+                name = form + suffix
+                entry = dict(shape=shape.name, mask="grad_input", variant=name, vmfb=f"f{index}-{name}.vmfb",
+                             inputs=inputs)
+                try:
+                    (folder / entry["vmfb"]).write_bytes(pipeline.iree_compile(text, "cuda", flags))
+                except PipelineError as err:  # a variant that does not compile is a result too
+                    entry["compile_error"] = err.diagnostics.strip().splitlines()[0][:200]
+                manifest.append(entry)
+                print(entry["vmfb"], entry.get("compile_error", "ok"), flush=True)
+        (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+
+if __name__ == "__main__":
+    command, path = sys.argv[1], Path(sys.argv[2])
+    prepare(path) if command == "prepare" else print_variant_table(path, SHAPES)
