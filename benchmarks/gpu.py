@@ -4,7 +4,7 @@ matmul of the same GEMM as the ceiling.
 
 The GPU machine has no IREE compiler, so this runs in two halves:
 
-    ./dev python -m benchmarks.gpu prepare .bench      # here: compile .vmfb files, write manifest.json
+    ./dev python -m benchmarks.gpu prepare .bench [auto]  # here: compile .vmfb files, write manifest.json
     python3 benchmarks/run_on_gpu.py .bench results.json   # there, with iree-base-runtime installed
     ./dev python -m benchmarks.gpu report results.json # here: the tables of docs/performance.md
 """
@@ -38,12 +38,13 @@ class MatMul(torch.nn.Module):
         return torch.matmul(a, b)
 
 
-def _variants(shape: Shape, mask) -> dict[str, tuple[str, tuple[str, ...]]]:
-    """name -> (MLIR text, extra iree-compile flags)."""
+def _variants(shape: Shape, mask, forced_forms: bool = True) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """name -> (MLIR text, extra iree-compile flags): upstream, ours as the
+    rule picks, and (`forced_forms`) each strided grad_input form."""
     raw = modules.raw_torch(shape, mask)
     out = {"upstream": (raw, modules.UPSTREAM_FLAGS)}
     forms = ["auto"]
-    if mask == modules.GRAD_INPUT_ONLY and shape.stride > 1 and shape.kernel > 1:
+    if forced_forms and mask == modules.GRAD_INPUT_ONLY and shape.stride > 1 and shape.kernel > 1:
         forms += ["per-phase", "sub-pixel", "col2im"]
     for form in forms:
         os.environ[FORM_VARIABLE] = form
@@ -77,12 +78,12 @@ def print_variant_table(results_path: Path, shapes: Sequence[Shape], names: Opti
         print(f"| {shape.name} | " + " | ".join(f"{row[n]:.3f}" if row.get(n) else "-" for n in names) + " |")
 
 
-def prepare(folder: Path) -> None:
+def prepare(folder: Path, forced_forms: bool = True) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     manifest = []
     for index, shape in enumerate(SHAPES):
         for mask_name, mask in (("grad_input", modules.GRAD_INPUT_ONLY), ("all", modules.ALL_GRADS)):
-            for variant, (text, flags) in _variants(shape, mask).items():
+            for variant, (text, flags) in _variants(shape, mask, forced_forms).items():
                 name = f"s{index}-{mask_name}-{variant}.vmfb"
                 entry = dict(shape=shape.name, mask=mask_name, variant=variant, vmfb=name, inputs=_inputs(shape))
                 try:
@@ -118,5 +119,6 @@ def report(results_path: Path) -> None:
 
 
 if __name__ == "__main__":
+    # prepare PATH [auto]: with "auto", ours only as the rule picks (no forced forms).
     command, path = sys.argv[1], Path(sys.argv[2])
-    prepare(path) if command == "prepare" else report(path)
+    prepare(path, sys.argv[3:] != ["auto"]) if command == "prepare" else report(path)

@@ -286,24 +286,22 @@ FORM_VARIABLE = "IREE_BWDCONV_GRAD_INPUT_FORM"
 
 def choose_form(spec: ConvBackwardSpec) -> str:
     """The grad_input form, unless `$IREE_BWDCONV_GRAD_INPUT_FORM` forces one
-    (for measuring); docs/performance.md has the measurements.
+    (for measuring); docs/performance.md ("The form rule") has the
+    measurements behind each branch.
 
-    GPU targets: per-phase, but the direct form for grouped convolutions
-    and for narrow ones with long phases (`_narrow_with_long_phases`).
-    On the H100 the direct form ran 8.0 ms against per-phase's 13.1 on the
-    grouped g32 shape (8 channels per group); without groups it ran 1.7x
-    slower on the 5x5 and Retinanet shapes and as fast on n1 c3 940x1450,
-    but faster wherever grad_input has at most 4 channels and a phase 3 or
-    more taps per dim: 5x5 s2 c3 3.4 ms against 9.6, ResNet-50's 7x7 s2
-    stem 5.5 against 7.6 (with 16 channels per-phase won, 3.5 against 6.2;
-    docs/performance.md). The
-    sub-pixel form ran 1.6x to 7x slower than per-phase on 5 of the 7
-    strided shapes where both apply, so it is not picked; it is refused
-    where the phases are not aligned (d/gcd(d, s) > 1).
-    CPU: a kernel of one tap per dim is one GEMM on grad_output (per-phase);
-    an ungrouped larger kernel takes the col2im form (one matmul of dy with
-    every tap, then windowed sums per phase), which ran 1.2x-4x faster than
-    the direct form there (benchmarks/strided_cpu.py; the stem 15 ms -> 4);
+    GPU targets, kernels larger than 1x1: the direct form for grouped
+    convolutions (g32: 7.9 ms against per-phase's 12.8 on the H100); col2im
+    for narrow ones (`NARROW_CHANNELS`), 1.1x-3.3x faster than the best
+    other form on all 8 such layers measured (ResNet-50's stem 2.8 ms
+    against 5.5 direct and 7.4 per-phase); the direct form where each
+    position's reduction is short (`DIRECT_MAX_REDUCTION`: 3x3 c8 k32 and
+    c32 k64 at 112x112, 1.3x-1.6x faster than per-phase in two runs);
+    per-phase otherwise. 1x1 kernels: per-phase, one GEMM on grad_output.
+    The sub-pixel form ran 1.3x to 16x slower than per-phase on 6 of 7
+    shapes, so it is never picked; it is refused where the phases are not
+    aligned (d/gcd(d, s) > 1).
+    CPU: an ungrouped kernel larger than 1x1 takes the col2im form, which
+    ran 1.2x-4x faster than the direct form there (the stem 15 ms -> 4);
     grouped ones keep the direct form, run group by group where the groups
     have 2+ channels (`group_split`; col2im per group ran 2x slower on the
     g32 shape). IREE 3.13's CPU code for the phases' own small convolutions
@@ -317,26 +315,26 @@ def choose_form(spec: ConvBackwardSpec) -> str:
         return "sub-pixel" if aligned else "per-phase"
     if forced != "auto":
         return forced
-    if any(k > 1 for k in spec.kernel) and targets.current() == "cpu":
-        return "direct" if spec.groups > 1 else "col2im"
-    if any(k > 1 for k in spec.kernel) and spec.groups > 1:
+    if all(k == 1 for k in spec.kernel):
+        return "per-phase"
+    if spec.groups > 1:
         return "direct"
-    if _narrow_with_long_phases(spec):
+    if targets.current() == "cpu" or spec.in_channels <= NARROW_CHANNELS:
+        return "col2im"
+    if spec.out_channels * math.prod(spec.kernel) <= DIRECT_MAX_REDUCTION:
         return "direct"
     return "per-phase"
 
 
-# grad_input channels (per group) up to which long phases lose to the direct form on GPU targets.
+# Ungrouped grad_input channels up to which GPU targets take col2im: the
+# phases' convolutions then produce a few channels each, which IREE's CUDA
+# code ran slowly (3x3 c3 k32 940x1450: 1.5 ms per-phase, 0.6 col2im).
 NARROW_CHANNELS = 4
-
-
-def _narrow_with_long_phases(spec: ConvBackwardSpec) -> bool:
-    """At most NARROW_CHANNELS input channels per group and some phase of 3
-    or more taps in a dim (5x5 and 7x7 kernels at stride 2): each phase is
-    then a long reduction into a few output channels, which IREE's CUDA code
-    ran slower than one convolution over the zero-inserted grad_output."""
-    longest = max(phase.taps for dim in spec.per_dim() for phase in geometry.grad_input_phases(*dim))
-    return spec.in_channels // spec.groups <= NARROW_CHANNELS and longest >= 3
+# grad_output channels times kernel taps (each grad_input position's
+# reduction in the direct form) up to which GPU targets take the direct
+# form: direct was faster at 288 and 576 in two runs, each form once at
+# 1152 (3x3 c128 k128), per-phase faster from 1600 (5x5 c64 k64) up.
+DIRECT_MAX_REDUCTION = 576
 
 
 def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
