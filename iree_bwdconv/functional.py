@@ -19,7 +19,6 @@ from .runtime import LoadedModule
 from .spec import ConvBackwardSpec, make_spec
 
 GRAD_INPUT_FORM_VARIABLE = phases_pattern.FORM_VARIABLE
-PHASE_PLACEMENT_VARIABLE = phases_pattern.PLACEMENT_VARIABLE
 _DTYPE_NAMES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 _cache: dict[tuple, LoadedModule] = {}
 _cache_lock = threading.Lock()
@@ -91,9 +90,9 @@ def spec_of(
 _TORCH_DTYPES = {name: dtype for dtype, name in _DTYPE_NAMES.items()}
 
 
-def _form() -> tuple[str, str]:
-    """The grad_input form and placement the environment forces: part of every cache key."""
-    return phases_pattern.forced_forms()
+def _form() -> str:
+    """The grad_input form the environment forces: part of every cache key."""
+    return phases_pattern.forced_form()
 
 
 def lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]] = None, target: str = "cpu") -> str:
@@ -102,9 +101,7 @@ def lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]] = None
 
 
 @functools.lru_cache(maxsize=256)
-def _lowered(
-    spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]], forms: tuple[str, str], target: str
-) -> str:
+def _lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]], form: str, target: str) -> str:
     dtype = _TORCH_DTYPES[spec.dtype]
     # torch.export specializes a size-1 dim, so a dynamic batch is traced at 2.
     batch = 2 if spec.dynamic_batch else None

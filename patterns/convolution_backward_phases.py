@@ -119,16 +119,12 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
         part = forms.im2col_matmul(window, weight, [1] * r, lb.element_type(gradients.ACCUMULATOR))
         return _weave(spec, {tuple(ph.residue for ph in phases): part}, batch)
     if len(live) == 1:
-        # One live phase (a 1x1 kernel): only its own rows are computed. On
-        # the H100 its strided insert into a zero grad_input ran 1.85 ms
-        # against the grid weave's 3.07 (1x1 s2 n32 c1024 k2048 50x50), on
-        # the CPU 0.45 against 0.53.
+        # One live phase (a 1x1 kernel): its own rows alone go into a zero
+        # grad_input with stride s. On the H100 this ran 1.85 ms against the
+        # grid weave's 3.07 and a gather into grad_input's layout 2.9
+        # (1x1 s2 n32 c1024 k2048 50x50), on the CPU 0.45 against 0.53.
         (phases,) = live
-        key = tuple(ph.residue for ph in phases)
-        first_rows = [ph.first_q for ph in phases]
-        part = _phase_contraction(spec, dy, w, phases, [ph.count for ph in phases], first_rows)
-        if placement() == "gather":
-            return _weave(spec, {key: part}, batch, {key: first_rows})
+        part = _phase_contraction(spec, dy, w, phases, [ph.count for ph in phases], [ph.first_q for ph in phases])
         dx = lb.zeros(lb.sizes_of(part)[:lead] + list(spec.input_spatial), dtype)
         offsets = [ph.first_q * s + ph.residue - p for ph, s, p in zip(phases, spec.stride, spec.padding)]
         dx = lb.insert_strided(lb.convert(part, dtype), dx, [0] * lead + offsets, [1] * lead + list(spec.stride))
@@ -157,22 +153,12 @@ def grad_input_col2im(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
     return _weave(spec, parts, lb.sizes_of(grad_output)[0])
 
 
-def _weave(
-    spec: ConvBackwardSpec, parts: dict[tuple[int, ...], ir.Value], batch: lb.Size,
-    first_rows: Optional[dict[tuple[int, ...], list[int]]] = None,
-) -> ir.Value:
+def _weave(spec: ConvBackwardSpec, parts: dict[tuple[int, ...], ir.Value], batch: lb.Size) -> ir.Value:
     """The phases woven into the [q, residue] grid, collapsed to positions
-    q*s + r and cropped at the padding; or, with the gather placement,
-    gathered straight into grad_input. Parts hold every grid row unless
-    `first_rows` says where each starts."""
+    q*s + r and cropped at the padding. (Gathering each element of
+    grad_input from its phase instead, which skips the grid, ran up to 1.3x
+    slower on the H100: docs/performance.md.)"""
     r = spec.spatial_rank
-    if placement() == "gather":
-        lead = lb.sizes_of(next(iter(parts.values())))[:-r]
-        first_rows = first_rows or {key: [0] * r for key in parts}
-        dx = forms.gather_weave(parts, first_rows, spec.stride, spec.padding, [*lead, *spec.input_spatial],
-                                lb.element_type(spec.dtype))
-        return lb.collapse_dims(dx, 1) if len(lead) == 3 else dx
-    assert first_rows is None, "the grid weave takes parts over every grid row"
     grid = forms.interleave(parts, spec.stride, lb.element_type(spec.dtype))
     lead = ir.RankedTensorType(grid.type).rank - 2 * r
     for axis in range(r):  # [.., q, s, ..] -> [.., q*s, ..]
@@ -259,29 +245,14 @@ def grad_input_subpixel(spec: ConvBackwardSpec, grad_output: ir.Value, weight: i
     return lb.extract(grid, [0, 0, *spec.padding], [batch, spec.in_channels, *spec.input_spatial])
 
 
-PLACEMENTS = ("auto", "grid", "gather")
-PLACEMENT_VARIABLE = "IREE_BWDCONV_PHASE_PLACEMENT"
-
-
-def placement() -> str:
-    """How phase results reach grad_input: "grid" (woven into the [q, residue]
-    grid, then collapsed and cropped; a single phase inserted with stride)
-    or "gather" (`contraction_forms.gather_weave`). `$IREE_BWDCONV_PHASE_PLACEMENT`
-    forces one, for measuring."""
-    forced = os.environ.get(PLACEMENT_VARIABLE, "auto")
-    if forced not in PLACEMENTS:
-        raise ValueError(f"{PLACEMENT_VARIABLE}={forced!r}: expected one of {', '.join(PLACEMENTS)}")
-    return "grid" if forced == "auto" else forced
-
-
-def forced_forms() -> tuple[str, str]:
-    """The form and placement the environment forces ("auto" where it does
-    not): part of every compiled-module cache key."""
-    return os.environ.get(FORM_VARIABLE, "auto"), os.environ.get(PLACEMENT_VARIABLE, "auto")
-
-
 FORMS = ("auto", "per-phase", "sub-pixel", "col2im", "direct")
 FORM_VARIABLE = "IREE_BWDCONV_GRAD_INPUT_FORM"
+
+
+def forced_form() -> str:
+    """The form the environment forces ("auto" where it does not): part of
+    every compiled-module cache key."""
+    return os.environ.get(FORM_VARIABLE, "auto")
 
 
 def choose_form(spec: ConvBackwardSpec) -> str:
@@ -307,7 +278,7 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     g32 shape). IREE 3.13's CPU code for the phases' own small convolutions
     (2x1 taps: 3 GMAC/s) is slower than either.
     """
-    forced = os.environ.get(FORM_VARIABLE, "auto")
+    forced = forced_form()
     if forced not in FORMS:
         raise ValueError(f"{FORM_VARIABLE}={forced!r}: expected one of {', '.join(FORMS)}")
     aligned = all(d // math.gcd(d, s) == 1 for s, d in zip(spec.stride, spec.dilation))

@@ -1,16 +1,15 @@
-"""How the phases of a strided grad_input reach grad_input on GPU targets:
-each form (per-phase, col2im, and the direct form for reference) with each
-placement (`grid`: woven into the [q, residue] grid, or for one live phase
-a strided insert into zeros; `gather`: gathered straight into grad_input),
-against upstream, torch eager and, for 1x1 kernels, IREE's own matmul of
-the same GEMM. grad_input only; every strided shape of issues 3 and 5.
+"""The evidence for the GPU's strided grad_input rule: each form the
+lowering can emit (per-phase, col2im, the direct form over zero-inserted
+grad_output) against upstream, torch eager and, for 1x1 kernels, IREE's
+own matmul of the same GEMM; grad_input only, every strided shape of
+issues 3 and 5 (STRIDED) or more strided layers (RULE_SHAPES).
 
-    ./dev python -m benchmarks.placement prepare .bench-placement   # here
-    python3 benchmarks/run_on_gpu.py .bench-placement results.json  # there
-    ./dev python -m benchmarks.placement report results.json        # here
+    ./dev python -m benchmarks.strided_gpu prepare .bench-strided [rule]   # here
+    python3 benchmarks/run_on_gpu.py .bench-strided results.json           # there
+    ./dev python -m benchmarks.strided_gpu report results.json [rule]      # here
 
-`prepare .bench-rule rule` and `report results.json rule` do the same for
-RULE_SHAPES, more strided layers, with the grid placement alone.
+(Until commit 828b4bc it also timed a gather placement of the phases,
+since removed: `h100_placement_2026-11-23.json`.)
 """
 
 from __future__ import annotations
@@ -54,27 +53,25 @@ def _forms(shape: Shape) -> tuple[str, ...]:
     return ("per-phase", "col2im") if shape.groups == 1 else ("per-phase",)
 
 
-def variants(shape: Shape, placements: Sequence[str]) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+def variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
     """(name, MLIR text, extra iree-compile flags) of every variant."""
     raw = modules.raw_torch(shape, modules.GRAD_INPUT_ONLY)
     yield "upstream", raw, modules.UPSTREAM_FLAGS
-    forced = [(form, placement) for form in _forms(shape) for placement in placements]
-    forced += [("direct", "grid")] if shape.kernel > 1 else []
-    for form, placement in forced:
-        os.environ[phases.FORM_VARIABLE], os.environ[phases.PLACEMENT_VARIABLE] = form, placement
+    for form in (*_forms(shape), *(("direct",) if shape.kernel > 1 else ())):
+        os.environ[phases.FORM_VARIABLE] = form
         try:
             text = lowering.lower_torch(lowering.parse_torch_mlir(raw), target="cuda")
         finally:
-            os.environ.pop(phases.FORM_VARIABLE), os.environ.pop(phases.PLACEMENT_VARIABLE)
-        yield (form if form == "direct" else f"{form}-{placement}"), text, ()
+            os.environ.pop(phases.FORM_VARIABLE)
+        yield form, text, ()
 
 
-def prepare(folder: Path, shapes: Sequence[Shape], placements: Sequence[str]) -> None:
+def prepare(folder: Path, shapes: Sequence[Shape]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     manifest = []
     for index, shape in enumerate(shapes):
         inputs = ["x".join(map(str, t.shape)) + "x" + shape.dtype for t in modules.example_tensors(shape)]
-        for name, text, flags in variants(shape, placements):
+        for name, text, flags in variants(shape):
             entry = dict(shape=shape.name, mask="grad_input", variant=name, vmfb=f"p{index}-{name}.vmfb",
                          inputs=inputs)
             try:
@@ -92,11 +89,6 @@ def prepare(folder: Path, shapes: Sequence[Shape], placements: Sequence[str]) ->
 
 
 if __name__ == "__main__":
-    # prepare|report PATH [rule]: the issues' strided shapes with both
-    # placements, or RULE_SHAPES with the grid placement alone.
     command, path = sys.argv[1], Path(sys.argv[2])
-    rule = sys.argv[3:] == ["rule"]
-    if command == "prepare":
-        prepare(path, RULE_SHAPES, ("grid",)) if rule else prepare(path, STRIDED, ("grid", "gather"))
-    else:
-        print_variant_table(path, RULE_SHAPES if rule else STRIDED)
+    shapes = RULE_SHAPES if sys.argv[3:] == ["rule"] else STRIDED
+    prepare(path, shapes) if command == "prepare" else print_variant_table(path, shapes)
