@@ -6,6 +6,10 @@ fuse the pad into the convolution that reads it. grad_input only, for CUDA.
     ./dev python -m benchmarks.pad_fusion prepare .bench-pad       # here
     python3 benchmarks/run_on_gpu.py .bench-pad results.json       # there
     ./dev python -m benchmarks.pad_fusion report results.json      # here
+
+`prepare-whole PATH` compiles ours, as the rule picks it, with pad fusion
+for the issue-3 shapes and both gradient sets, to run beside
+`benchmarks.gpu prepare PATH auto`.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from iree_bwdconv.patterns import convolution_backward_phases as phases
 
 from . import modules
 from .gpu import print_variant_table
-from .placement import RULE_SHAPES, STRIDED
+from .strided_gpu import RULE_SHAPES, STRIDED
+from .shapes import SHAPES as ISSUE_SHAPES
 
 SHAPES = [s for s in (*STRIDED, *RULE_SHAPES) if s.kernel > 1 and s.groups == 1]
 
@@ -57,6 +62,35 @@ def prepare(folder: Path) -> None:
         (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 
+def prepare_whole(folder: Path) -> None:
+    """Ours as the rule picks it, compiled with pad fusion, for each issue-3
+    shape, grad_input alone and all three gradients (the weight gradients
+    pad their input too), named as `benchmarks.gpu` names its entries so
+    that the two runs' results merge into one table."""
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = []
+    for index, shape in enumerate(ISSUE_SHAPES):
+        inputs = ["x".join(map(str, t.shape)) + "x" + shape.dtype for t in modules.example_tensors(shape)]
+        for mask_name, mask in (("grad_input", modules.GRAD_INPUT_ONLY), ("all", modules.ALL_GRADS)):
+            name = f"s{index}-{mask_name}-ours-auto+fuse-pad.vmfb"
+            entry = dict(shape=shape.name, mask=mask_name, variant="ours-auto+fuse-pad", vmfb=name, inputs=inputs)
+            try:
+                text = modules.ours(shape, mask, "cuda")
+                (folder / name).write_bytes(pipeline.iree_compile(text, "cuda", FLAG_SETS["+fuse-pad"]))
+            except PipelineError as err:
+                entry["compile_error"] = err.diagnostics.strip().splitlines()[0][:200]
+            manifest.append(entry)
+            print(name, entry.get("compile_error", "ok"), flush=True)
+        (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+
 if __name__ == "__main__":
+    # prepare|report PATH: the forms with each pad flag set; prepare-whole
+    # PATH: ours with pad fusion on the issue-3 shapes, all gradients too.
     command, path = sys.argv[1], Path(sys.argv[2])
-    prepare(path) if command == "prepare" else print_variant_table(path, SHAPES)
+    if command == "prepare":
+        prepare(path)
+    elif command == "prepare-whole":
+        prepare_whole(path)
+    else:
+        print_variant_table(path, SHAPES)
