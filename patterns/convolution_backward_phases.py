@@ -262,9 +262,9 @@ def choose_form(spec: ConvBackwardSpec) -> str:
 
     GPU targets, kernels larger than 1x1: the direct form for grouped
     convolutions (g32: 7.9 ms against per-phase's 12.8 on the H100); col2im
-    for narrow ones (`NARROW_CHANNELS`), 1.1x-3.3x faster than the best
-    other form on all 8 such layers measured (ResNet-50's stem 2.8 ms
-    against 5.5 direct and 7.4 per-phase); the direct form where each
+    for narrow ones (`NARROW_CHANNELS`), 1.1x-2.4x faster than the best
+    other form on all 7 such layers measured (ResNet-50's stem 2.9 ms
+    against 5.6 direct and 7.7 per-phase); the direct form where each
     position's reduction is short (`DIRECT_MAX_REDUCTION`: 3x3 c8 k32 and
     c32 k64 at 112x112, 1.3x-1.6x faster than per-phase in two runs);
     per-phase otherwise. 1x1 kernels: per-phase, one GEMM on grad_output.
@@ -304,7 +304,8 @@ NARROW_CHANNELS = 4
 # grad_output channels times kernel taps (each grad_input position's
 # reduction in the direct form) up to which GPU targets take the direct
 # form: direct was faster at 288 and 576 in two runs, each form once at
-# 1152 (3x3 c128 k128), per-phase faster from 1600 (5x5 c64 k64) up.
+# 1152 (3x3 c128 k128), per-phase faster than direct from 1600 (5x5 c64
+# k64) up.
 DIRECT_MAX_REDUCTION = 576
 
 
