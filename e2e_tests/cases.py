@@ -46,6 +46,11 @@ register(case((3, 3, 5, 4), 6, (2, 3), stride=(2, 3), padding=(2, 1), dilation=(
 register(case((3, 6, 7, 6), 2, (4, 4), stride=(2, 3), padding=(2, 0), groups=2,
               note="input longer than the reads and a unit output dim (IREE folds it)"))
 
+# First layers: few channels and a large kernel (on the CPU the im2col
+# window of grad_weight grows to 8x8 or 8 taps: 3 x 8x8 and 2 x 8 columns).
+register(case((2, 3, 16, 16), 4, (7, 7), stride=(2, 2), padding=(3, 3)))
+register(case((2, 2, 15), 3, (7,), stride=(2,), padding=(3,)))
+
 # Transposed convolutions (torch-mlir's lowering rejects these).
 register(case((2, 4, 5, 5), 6, (3, 3), stride=(2, 2), padding=(1, 1), transposed=True, output_padding=(1, 1)))
 register(case((2, 4, 5), 6, (4,), stride=(2,), padding=(1,), transposed=True))

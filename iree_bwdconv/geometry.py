@@ -13,6 +13,7 @@ and a transposed convolution is its adjoint with respect to x.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Sequence
@@ -307,3 +308,21 @@ def reduction_split(length: int, outputs: int, target_partials: int, min_chunk: 
     divisors = (d for small in range(1, math.isqrt(length) + 1) if length % small == 0
                 for d in (small, length // small))
     return max((d for d in divisors if d <= wanted), default=1)
+
+
+def padded_taps(channels: int, kernel: Sequence[int], multiple: int, max_growth: float) -> tuple[int, ...]:
+    """A kernel window at least as large as `kernel` in every dim whose
+    `channels * prod(window)` im2col columns are a multiple of `multiple`,
+    with the fewest taps, and at most `max_growth` times the taps of
+    `kernel`; `kernel` itself when it already divides, or when no window
+    within that growth does. The taps beyond `kernel` compute columns that
+    are dropped: they read the input where no real tap does (zero-padded)."""
+    kernel = tuple(kernel)
+    taps = math.prod(kernel)
+    if (channels * taps) % multiple == 0:
+        return kernel
+    bound = taps * max_growth
+    ranges = [range(k, int(bound // (taps // k)) + 1) for k in kernel]
+    fits = [w for w in itertools.product(*ranges)
+            if math.prod(w) <= bound and (channels * math.prod(w)) % multiple == 0]
+    return min(fits, key=lambda w: (math.prod(w), w), default=kernel)

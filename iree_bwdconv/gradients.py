@@ -106,6 +106,24 @@ def grad_weight_by_im2col(spec: ConvBackwardSpec) -> bool:
     return wide and weight >= GPU_IM2COL_MIN_WEIGHT_STRIDE_1
 
 
+# On the CPU the im2col matmul's columns (channels x taps) are made a
+# multiple of CPU_IM2COL_COLUMNS by computing taps past the kernel and
+# dropping them, where that adds at most a third more work: IREE 3.13's CPU
+# tiling takes tile sizes that divide a dim, and ran ResNet-50's stem
+# gradient (3 x 7x7 = 147 columns) 1.3x-1.4x slower than with 3 x 8x8 =
+# 192, a 1-channel 7x7 kernel 1.8x slower than with 8x8 (docs/performance.md).
+CPU_IM2COL_COLUMNS = 16
+CPU_MAX_TAP_GROWTH = 4 / 3
+
+
+def im2col_taps(columns_per_tap: int, kernel: tuple[int, ...]) -> tuple[int, ...]:
+    """The kernel window the im2col gather of grad_weight covers: the
+    kernel itself on GPU targets, `geometry.padded_taps` on the CPU."""
+    if targets.current() != "cpu":
+        return kernel
+    return geometry.padded_taps(columns_per_tap, kernel, CPU_IM2COL_COLUMNS, CPU_MAX_TAP_GROWTH)
+
+
 def _windows(spec: ConvBackwardSpec) -> tuple[int, ...]:
     """The positions each weight gradient term sums over, per image."""
     return spec.input_spatial if spec.transposed else spec.output_spatial
@@ -139,7 +157,9 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
 
     as an im2col gather and one matmul per group, or as one contraction
     (`grad_weight_by_im2col`); on GPU targets either is split-K
-    (`im2col_split`, `image_split`).
+    (`im2col_split`, `image_split`). On the CPU the gather may cover a
+    window larger than the kernel (`im2col_taps`), whose extra columns are
+    dropped from the result.
     """
     r, groups = spec.spatial_rank, spec.groups
     c_in, f_out = spec.in_channels // groups, spec.out_channels // groups
@@ -150,7 +170,10 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
     window = (source, windows, spec.kernel, spec.stride, spec.padding, spec.dilation)
     if any(map(geometry.reads_only_padding, *window)):
         return lb.zeros(list(spec.weight_shape), lb.element_type(spec.dtype))
-    low, high = geometry.window_padding_nd(*window)
+    rows, columns = (c_in, f_out) if spec.transposed else (f_out, c_in)
+    by_im2col = grad_weight_by_im2col(spec)
+    taps = im2col_taps(columns, spec.kernel) if by_im2col else tuple(spec.kernel)
+    low, high = geometry.window_padding_nd(source, windows, taps, spec.stride, spec.padding, spec.dilation)
     zero = [0, 0]
     if padded_input:
         input_ = lb.pad_or_crop(input_, zero + list(low), zero + list(high))
@@ -158,23 +181,24 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
         grad_output = lb.pad_or_crop(grad_output, zero + list(low), zero + list(high))
     x = lb.expand_dim(input_, 1, (groups, c_in))
     dy = lb.expand_dim(grad_output, 1, (groups, f_out))
-    plain, windowed, rows, columns = (x, dy, c_in, f_out) if spec.transposed else (dy, x, f_out, c_in)
-    if not grad_weight_by_im2col(spec):
+    plain, windowed = (x, dy) if spec.transposed else (dy, x)
+    if not by_im2col:
         return _grad_weight_contraction(spec, plain, windowed, rows, columns)
 
     lhs = forms.collapse_range(forms.transpose(plain, [1, 2, 0, *range(3, 3 + r)]), 2, 3 + r)  # [g, row, n*o]
-    cols = forms.im2col(windowed, windows, spec.kernel, spec.stride, spec.dilation)  # [g, n, o.., col, k..]
+    cols = forms.im2col(windowed, windows, taps, spec.stride, spec.dilation)  # [g, n, o.., col, k..]
     cols = forms.collapse_range(forms.collapse_range(cols, 1, 2 + r), 2, 3 + r)  # [g, n*o, col*k]
     if groups == 1:  # a plain matmul, not a batch of one
         lhs, cols = lb.collapse_dims(lhs, 0), lb.collapse_dims(cols, 0)
-    out_sizes = [*([groups] if groups > 1 else []), rows, columns * math.prod(spec.kernel)]
+    out_sizes = [*([groups] if groups > 1 else []), rows, columns * math.prod(taps)]
     split = im2col_split(spec)
     if split > 1:
         acc = _split_matmul(lhs, cols, out_sizes, split)
     else:
         named = targets.current() == "cpu"  # see forms.matmul
         acc = forms.matmul(lhs, cols, lb.zeros(out_sizes, lb.element_type(ACCUMULATOR)), named)
-    acc = forms.expand_trailing(acc, [columns, *spec.kernel])
+    acc = forms.expand_trailing(acc, [columns, *taps])
+    acc = lb.extract(acc, [0] * (len(out_sizes) + r), [*out_sizes[:-1], columns, *spec.kernel])  # padded taps dropped
     if groups > 1:
         acc = lb.collapse_dims(acc, 0)
     return lb.convert(acc, lb.element_type(spec.dtype))

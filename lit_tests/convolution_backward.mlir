@@ -317,3 +317,36 @@ func.func @grad_bias_2d_k3x3_s1_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,32,32],f
   %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %0, %1, %2, %3, %false, %4, %int1, %5 : !torch.vtensor<[2,4,32,32],f32>, !torch.vtensor<[2,3,32,32],f32>, !torch.vtensor<[4,3,3,3],f32>, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.none, !torch.none, !torch.vtensor<[4],f32>
   return %result2 : !torch.vtensor<[4],f32>
 }
+
+// -----
+
+// A first layer: 3 channels, 7x7. On the CPU the im2col window grows to
+// 8x8, so that the matmul has 3 x 64 = 192 columns (IREE's CPU tiling ran
+// 147 columns 1.3x slower); x is padded for the extra taps' reads and
+// their columns are dropped from the result. GPU targets keep 7x7.
+// CHECK-LABEL: func.func @grad_weight_2d_k7x7_s2_p3_d1_g1_f32
+// CHECK:         tensor.pad {{.*}} low[0, 0, 3, 3] high[0, 0, 3, 3]
+// CHECK:         outs(%{{.*}} : tensor<1x1x8x8x3x8x8xf32>)
+// CHECK:         linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x64xf32>, tensor<64x192xf32>) outs(%{{.*}} : tensor<4x192xf32>)
+// CHECK:         %[[WINDOW:.*]] = tensor.expand_shape {{.*}} output_shape [4, 3, 8, 8]
+// CHECK:         tensor.extract_slice %[[WINDOW]][0, 0, 0, 0] [4, 3, 7, 7] [1, 1, 1, 1]
+// GPU-LABEL: func.func @grad_weight_2d_k7x7_s2_p3_d1_g1_f32
+// GPU:         tensor.pad {{.*}} low[0, 0, 3, 3] high[0, 0, 2, 2]
+// GPU-NOT:     tensor<4x192xf32>
+// GPU:         output_shape [4, 3, 7, 7] : tensor<4x147xf32>
+func.func @grad_weight_2d_k7x7_s2_p3_d1_g1_f32(%arg0: !torch.vtensor<[1,4,8,8],f32>, %arg1: !torch.vtensor<[1,3,16,16],f32>, %arg2: !torch.vtensor<[4,3,7,7],f32>) -> !torch.vtensor<[4,3,7,7],f32> {
+  %false = torch.constant.bool false
+  %true = torch.constant.bool true
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %int2 = torch.constant.int 2
+  %int3 = torch.constant.int 3
+  %none = torch.constant.none
+  %1 = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int3, %int3 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %5 = torch.prim.ListConstruct %false, %true, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %1, %2, %3, %false, %4, %int1, %5 : !torch.vtensor<[1,4,8,8],f32>, !torch.vtensor<[1,3,16,16],f32>, !torch.vtensor<[4,3,7,7],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.none, !torch.vtensor<[4,3,7,7],f32>, !torch.none
+  return %result1 : !torch.vtensor<[4,3,7,7],f32>
+}

@@ -4,6 +4,7 @@ configuration (the n-D helpers map the 1-D ones over dims)."""
 from __future__ import annotations
 
 import itertools
+import math
 import random
 
 import pytest
@@ -254,3 +255,23 @@ def test_reduction_split_is_the_best_divisor(length, outputs, target, min_chunk)
             if length % d == 0 and (d == 1 or (d * outputs <= max(target, outputs) + outputs - 1
                                                and length // d >= min_chunk))]
     assert split == max(fits)
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3])
+def test_padded_taps_is_the_smallest_window_that_divides(rank: int) -> None:
+    """Against every window up to twice the kernel in each dim: the result
+    contains the kernel, divides when any window within the growth does,
+    and no dividing window within the growth has fewer taps."""
+    for channels in (1, 2, 3, 5, 16):
+        for kernel in itertools.product((1, 2, 3, 5, 7), repeat=rank):
+            for multiple, growth in ((16, 4 / 3), (8, 1.5), (4, 1.0)):
+                got = geometry.padded_taps(channels, kernel, multiple, growth)
+                taps = math.prod(kernel)
+                fits = [w for w in itertools.product(*(range(k, 2 * k + 1) for k in kernel))
+                        if math.prod(w) <= taps * growth and channels * math.prod(w) % multiple == 0]
+                assert all(g >= k for g, k in zip(got, kernel)) and len(got) == rank
+                if channels * taps % multiple == 0 or not fits:
+                    assert got == kernel
+                else:
+                    assert channels * math.prod(got) % multiple == 0
+                    assert math.prod(got) == min(math.prod(w) for w in fits)
