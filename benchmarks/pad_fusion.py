@@ -9,7 +9,9 @@ fuse the pad into the convolution that reads it. grad_input only, for CUDA.
 
 `prepare-whole PATH` compiles ours, as the rule picks it, with pad fusion
 for the issue-3 shapes and both gradient sets, to run beside
-`benchmarks.gpu prepare PATH auto`.
+`benchmarks.gpu prepare PATH auto`; `prepare-forward PATH` compiles
+forward convolutions (torch-mlir's pad and named convolution) with and
+without it.
 """
 
 from __future__ import annotations
@@ -19,14 +21,17 @@ import os
 import sys
 from pathlib import Path
 
+import torch
+
 from iree_bwdconv import lowering, pipeline
 from iree_bwdconv.errors import PipelineError
 from iree_bwdconv.patterns import convolution_backward_phases as phases
 
 from . import modules
 from .gpu import print_variant_table
-from .strided_gpu import RULE_SHAPES, STRIDED
 from .shapes import SHAPES as ISSUE_SHAPES
+from .shapes import Shape
+from .strided_gpu import RULE_SHAPES, STRIDED
 
 SHAPES = [s for s in (*STRIDED, *RULE_SHAPES) if s.kernel > 1 and s.groups == 1]
 
@@ -84,13 +89,53 @@ def prepare_whole(folder: Path) -> None:
         (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 
+# Forward convolutions (torch-mlir's own form on GPU targets: a pad and a
+# named convolution), f16: what pad fusion would do to the rest of a
+# training graph.
+FORWARD_SHAPES = (
+    Shape("R50 3x3 s1 n32 c64 k64 56x56", 32, 64, 64, (56, 56), 3, 1, 1),
+    Shape("R50 3x3 s1 n32 c128 k128 28x28", 32, 128, 128, (28, 28), 3, 1, 1),
+    Shape("R50 3x3 s1 n32 c256 k256 14x14", 32, 256, 256, (14, 14), 3, 1, 1),
+    Shape("R50 3x3 s2 n32 c128 k128 56x56", 32, 128, 128, (56, 56), 3, 2, 1),
+    Shape("R50 7x7 s2 n32 c3 k64 224x224 (stem)", 32, 3, 64, (224, 224), 7, 2, 3),
+)
+
+
+class _Forward(torch.nn.Module):
+    def __init__(self, shape: Shape) -> None:
+        super().__init__()
+        self.stride, self.padding = shape.stride, shape.padding
+
+    def forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.conv2d(x, w, None, self.stride, self.padding)
+
+
+def prepare_forward(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = []
+    for index, shape in enumerate(FORWARD_SHAPES):
+        _, x, w = modules.example_tensors(shape)
+        inputs = ["x".join(map(str, t.shape)) + "x" + shape.dtype for t in (x, w)]
+        text = lowering.lower(_Forward(shape), x, w, target="cuda")
+        for suffix in ("", "+fuse-pad"):
+            name = f"forward{suffix}"
+            entry = dict(shape=shape.name, mask="forward", variant=name, vmfb=f"w{index}-{name}.vmfb", inputs=inputs)
+            (folder / entry["vmfb"]).write_bytes(pipeline.iree_compile(text, "cuda", FLAG_SETS[suffix]))
+            manifest.append(entry)
+            print(entry["vmfb"], flush=True)
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+
 if __name__ == "__main__":
     # prepare|report PATH: the forms with each pad flag set; prepare-whole
-    # PATH: ours with pad fusion on the issue-3 shapes, all gradients too.
+    # PATH: ours with pad fusion on the issue-3 shapes, all gradients too;
+    # prepare-forward PATH: forward convolutions with and without it.
     command, path = sys.argv[1], Path(sys.argv[2])
     if command == "prepare":
         prepare(path)
     elif command == "prepare-whole":
         prepare_whole(path)
+    elif command == "prepare-forward":
+        prepare_forward(path)
     else:
         print_variant_table(path, SHAPES)
