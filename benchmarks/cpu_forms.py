@@ -7,8 +7,6 @@ the same work and torch eager, n2 c64 k64 56x56 f32, in one run.
 
 from __future__ import annotations
 
-import os
-import statistics
 import time
 from typing import Callable
 
@@ -18,12 +16,12 @@ import iree_bwdconv
 from iree_bwdconv import pipeline
 from iree_bwdconv.runtime import LoadedModule
 
+from . import modules
 from .forms import GradWeightAsConv
 from .shapes import Shape
 
 N, C, K, H = 2, 64, 64, 56
 REPEATS = 20
-FORM_VARIABLE = "IREE_BWDCONV_GRAD_INPUT_FORM"
 
 
 def best_ms(call: Callable[[], object]) -> float:
@@ -63,11 +61,8 @@ class GradInputIm2col(torch.nn.Module):
 
 
 def iree_ms(module: torch.nn.Module, args, form: str = "auto") -> float:
-    os.environ[FORM_VARIABLE] = form
-    try:
+    with modules.forced_form(form):
         loaded = LoadedModule(pipeline.iree_compile(iree_bwdconv.lower(module, *args), "cpu"))
-    finally:
-        os.environ.pop(FORM_VARIABLE, None)
     return best_ms(lambda: loaded(*args))
 
 

@@ -27,7 +27,6 @@ import torch
 import torch.nn.functional as F
 
 from iree_bwdconv import lowering, pipeline
-from iree_bwdconv.errors import PipelineError
 
 from . import cpu, modules
 from .shapes import SHAPES, Shape
@@ -173,21 +172,12 @@ def prepare(folder: Path, target: str = "cuda") -> None:
     manifest = []
     for index, shape in enumerate((*SHAPES, *RESNET50_H100)):
         check_named_forms(shape.scaled(8))
-        dy, x, w = modules.example_tensors(shape)
-        inputs = ["x".join(map(str, t.shape)) + "x" + shape.dtype for t in (dy, x, w)]
         for gradient in MASKS:
             for name, (text, flags) in variants(shape, gradient, target).items():
-                vmfb = f"s{index}-{gradient}-{name}.vmfb"
-                entry = dict(shape=shape.name, mask=gradient, variant=name, vmfb=vmfb, inputs=inputs)
-                try:
-                    (folder / vmfb).write_bytes(pipeline.iree_compile(text, target, flags))
-                except PipelineError as err:  # a form that does not compile is a result too
-                    entry["compile_error"] = err.diagnostics.strip().splitlines()[0][:200]
-                manifest.append(entry)
-                print(vmfb, entry.get("compile_error", "ok"), flush=True)
-            eager = dict(n=shape.n, c=shape.c, k=shape.k, hw=shape.hw, kernel=shape.kernel, stride=shape.stride,
-                         padding=shape.padding, groups=shape.groups, dtype=shape.dtype)
-            manifest.append(dict(shape=shape.name, mask=gradient, variant="torch-eager", eager=eager))
+                manifest.append(modules.compiled_entry(folder, text, target, flags, shape=shape.name, mask=gradient,
+                                                       variant=name, vmfb=f"s{index}-{gradient}-{name}.vmfb",
+                                                       inputs=modules.input_specs(shape)))
+            manifest.append(modules.eager_entry(shape, gradient))
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 

@@ -20,8 +20,7 @@ from torch_mlir.dialects import arith, func, linalg, tensor
 
 from iree_bwdconv import contraction_forms as forms
 from iree_bwdconv import linalg_builders as lb
-from iree_bwdconv import lowering, pipeline
-from iree_bwdconv.errors import PipelineError
+from iree_bwdconv import lowering
 
 from . import modules
 from .gpu import iree_matmul_entry, print_variant_table
@@ -166,18 +165,12 @@ def prepare(folder: Path, names: Optional[Sequence[str]] = None) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     manifest = []
     for index, shape in enumerate(ONE_BY_ONE):
-        inputs = ["x".join(map(str, t.shape)) + "x" + shape.dtype for t in modules.example_tensors(shape)]
         for name, text in variants(shape).items():
             if names and name not in names:
                 continue
-            entry = dict(shape=shape.name, mask="grad_input", variant=name, vmfb=f"g{index}-{name}.vmfb",
-                         inputs=inputs)
-            try:
-                (folder / entry["vmfb"]).write_bytes(pipeline.iree_compile(text, "cuda"))
-            except PipelineError as err:  # a form that does not compile is a result too
-                entry["compile_error"] = err.diagnostics.strip().splitlines()[0][:200]
-            manifest.append(entry)
-            print(entry["vmfb"], entry.get("compile_error", "ok"), flush=True)
+            manifest.append(modules.compiled_entry(folder, text, "cuda", shape=shape.name, mask="grad_input",
+                                                   variant=name, vmfb=f"g{index}-{name}.vmfb",
+                                                   inputs=modules.input_specs(shape)))
         manifest.append(iree_matmul_entry(folder, shape, f"g{index}-iree-matmul.vmfb"))
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 

@@ -12,7 +12,6 @@ The GPU machine has no IREE compiler, so this runs in two halves:
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
@@ -20,17 +19,9 @@ from typing import Optional, Sequence
 import torch
 
 from iree_bwdconv import lowering, pipeline
-from iree_bwdconv.errors import PipelineError
 
 from . import modules
 from .shapes import SHAPES, Shape
-
-FORM_VARIABLE = "IREE_BWDCONV_GRAD_INPUT_FORM"
-
-
-def _inputs(shape: Shape) -> list[str]:
-    dy, x, w = modules.example_tensors(shape)
-    return ["x".join(map(str, t.shape)) + "x" + shape.dtype for t in (dy, x, w)]
 
 
 class MatMul(torch.nn.Module):
@@ -41,16 +32,12 @@ class MatMul(torch.nn.Module):
 def _variants(shape: Shape, mask, forced_forms: bool = True) -> dict[str, tuple[str, tuple[str, ...]]]:
     """name -> (MLIR text, extra iree-compile flags): upstream, ours as the
     rule picks, and (`forced_forms`) each strided grad_input form."""
-    raw = modules.raw_torch(shape, mask)
-    out = {"upstream": (raw, modules.UPSTREAM_FLAGS)}
+    out = {"upstream": (modules.raw_torch(shape, mask), modules.UPSTREAM_FLAGS)}
     forms = ["auto"]
     if forced_forms and mask == modules.GRAD_INPUT_ONLY and shape.stride > 1 and shape.kernel > 1:
         forms += ["per-phase", "sub-pixel", "col2im"]
     for form in forms:
-        os.environ[FORM_VARIABLE] = form
-        text = lowering.lower_torch(lowering.parse_torch_mlir(raw), target="cuda")
-        out[f"ours-{form}"] = (text, ())
-    os.environ.pop(FORM_VARIABLE, None)
+        out[f"ours-{form}"] = (modules.ours(shape, mask, "cuda", form), ())
     return out
 
 
@@ -84,20 +71,13 @@ def prepare(folder: Path, forced_forms: bool = True) -> None:
     for index, shape in enumerate(SHAPES):
         for mask_name, mask in (("grad_input", modules.GRAD_INPUT_ONLY), ("all", modules.ALL_GRADS)):
             for variant, (text, flags) in _variants(shape, mask, forced_forms).items():
-                name = f"s{index}-{mask_name}-{variant}.vmfb"
-                entry = dict(shape=shape.name, mask=mask_name, variant=variant, vmfb=name, inputs=_inputs(shape))
-                try:
-                    (folder / name).write_bytes(pipeline.iree_compile(text, "cuda", flags))
-                except PipelineError as err:  # a variant that does not compile is a result too
-                    entry["compile_error"] = err.diagnostics.strip().splitlines()[0][:200]
-                manifest.append(entry)
-                print(name, entry.get("compile_error", "ok"), flush=True)
+                manifest.append(modules.compiled_entry(folder, text, "cuda", flags, shape=shape.name, mask=mask_name,
+                                                       variant=variant, vmfb=f"s{index}-{mask_name}-{variant}.vmfb",
+                                                       inputs=modules.input_specs(shape)))
         if shape.kernel == 1:
             manifest.append(iree_matmul_entry(folder, shape, f"s{index}-grad_input-iree-matmul.vmfb"))
-        eager = dict(n=shape.n, c=shape.c, k=shape.k, hw=shape.hw, kernel=shape.kernel, stride=shape.stride,
-                     padding=shape.padding, groups=shape.groups, dtype=shape.dtype)
-        manifest.append(dict(shape=shape.name, mask="grad_input", variant="torch-eager", eager=eager))
-        manifest.append(dict(shape=shape.name, mask="all", variant="torch-eager", eager=eager))
+        manifest.append(modules.eager_entry(shape, "grad_input"))
+        manifest.append(modules.eager_entry(shape, "all"))
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 

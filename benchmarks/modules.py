@@ -3,12 +3,18 @@ torch input lowers: the upstream path) and our linalg lowering."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
+from pathlib import Path
+from typing import Iterator, Sequence
 
 import torch
 
-from iree_bwdconv import lowering
+from iree_bwdconv import lowering, pipeline
+from iree_bwdconv.errors import PipelineError
 from iree_bwdconv.functional import ConvolutionBackward, spec_of
+from iree_bwdconv.patterns import convolution_backward_phases as phases
 
 from .shapes import Shape
 
@@ -36,9 +42,48 @@ def raw_torch(shape: Shape, mask: tuple[bool, bool, bool]) -> str:
     return str(lowering.import_module(module, *tensors))
 
 
+@contextlib.contextmanager
+def forced_form(form: str) -> Iterator[None]:
+    """The grad_input form the lowering emits inside the block ("auto": its rule)."""
+    before = os.environ.get(phases.FORM_VARIABLE)
+    os.environ[phases.FORM_VARIABLE] = form
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(phases.FORM_VARIABLE)
+        else:
+            os.environ[phases.FORM_VARIABLE] = before
+
+
 @functools.lru_cache(maxsize=None)
-def ours(shape: Shape, mask: tuple[bool, bool, bool], target: str = "cpu") -> str:
-    return lowering.lower_torch(lowering.parse_torch_mlir(raw_torch(shape, mask)), target=target)
+def ours(shape: Shape, mask: tuple[bool, bool, bool], target: str = "cpu", form: str = "auto") -> str:
+    with forced_form(form):
+        return lowering.lower_torch(lowering.parse_torch_mlir(raw_torch(shape, mask)), target=target)
+
+
+def input_specs(shape: Shape) -> list[str]:
+    """dy, x and w as iree-benchmark-module's --input shapes ("2x3x8x8xf16")."""
+    return ["x".join(map(str, t.shape)) + "x" + shape.dtype for t in example_tensors(shape)]
+
+
+def compiled_entry(folder: Path, text: str, target: str, flags: Sequence[str] = (), **entry) -> dict:
+    """A manifest entry for run_on_gpu.py: `text` compiled into
+    folder/entry["vmfb"], or the first line of the compiler's error (a form
+    that does not compile is a result too)."""
+    try:
+        (folder / entry["vmfb"]).write_bytes(pipeline.iree_compile(text, target, flags))
+    except PipelineError as err:
+        entry["compile_error"] = err.diagnostics.strip().splitlines()[0][:200]
+    print(entry["vmfb"], entry.get("compile_error", "ok"), flush=True)
+    return entry
+
+
+def eager_entry(shape: Shape, mask: str) -> dict:
+    """A manifest entry that times torch eager on the GPU machine."""
+    eager = dict(n=shape.n, c=shape.c, k=shape.k, hw=shape.hw, kernel=shape.kernel, stride=shape.stride,
+                 padding=shape.padding, groups=shape.groups, dtype=shape.dtype)
+    return dict(shape=shape.name, mask=mask, variant="torch-eager", eager=eager)
 
 
 UPSTREAM_FLAGS = ("--iree-input-type=torch",)

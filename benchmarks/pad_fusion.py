@@ -17,15 +17,12 @@ without it.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
 import torch
 
-from iree_bwdconv import lowering, pipeline
-from iree_bwdconv.errors import PipelineError
-from iree_bwdconv.patterns import convolution_backward_phases as phases
+from iree_bwdconv import lowering
 
 from . import modules
 from .gpu import print_variant_table
@@ -46,24 +43,13 @@ def prepare(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     manifest = []
     for index, shape in enumerate(SHAPES):
-        inputs = ["x".join(map(str, t.shape)) + "x" + shape.dtype for t in modules.example_tensors(shape)]
-        raw = modules.raw_torch(shape, modules.GRAD_INPUT_ONLY)
         for form in ("per-phase", "col2im", "direct"):
-            os.environ[phases.FORM_VARIABLE] = form
-            try:
-                text = lowering.lower_torch(lowering.parse_torch_mlir(raw), target="cuda")
-            finally:
-                os.environ.pop(phases.FORM_VARIABLE)
+            text = modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", form)
             for suffix, flags in FLAG_SETS.items():
                 name = form + suffix
-                entry = dict(shape=shape.name, mask="grad_input", variant=name, vmfb=f"f{index}-{name}.vmfb",
-                             inputs=inputs)
-                try:
-                    (folder / entry["vmfb"]).write_bytes(pipeline.iree_compile(text, "cuda", flags))
-                except PipelineError as err:  # a variant that does not compile is a result too
-                    entry["compile_error"] = err.diagnostics.strip().splitlines()[0][:200]
-                manifest.append(entry)
-                print(entry["vmfb"], entry.get("compile_error", "ok"), flush=True)
+                manifest.append(modules.compiled_entry(folder, text, "cuda", flags, shape=shape.name,
+                                                       mask="grad_input", variant=name,
+                                                       vmfb=f"f{index}-{name}.vmfb", inputs=modules.input_specs(shape)))
         (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 
@@ -75,17 +61,11 @@ def prepare_whole(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     manifest = []
     for index, shape in enumerate(ISSUE_SHAPES):
-        inputs = ["x".join(map(str, t.shape)) + "x" + shape.dtype for t in modules.example_tensors(shape)]
         for mask_name, mask in (("grad_input", modules.GRAD_INPUT_ONLY), ("all", modules.ALL_GRADS)):
-            name = f"s{index}-{mask_name}-ours-auto+fuse-pad.vmfb"
-            entry = dict(shape=shape.name, mask=mask_name, variant="ours-auto+fuse-pad", vmfb=name, inputs=inputs)
-            try:
-                text = modules.ours(shape, mask, "cuda")
-                (folder / name).write_bytes(pipeline.iree_compile(text, "cuda", FLAG_SETS["+fuse-pad"]))
-            except PipelineError as err:
-                entry["compile_error"] = err.diagnostics.strip().splitlines()[0][:200]
-            manifest.append(entry)
-            print(name, entry.get("compile_error", "ok"), flush=True)
+            manifest.append(modules.compiled_entry(
+                folder, modules.ours(shape, mask, "cuda"), "cuda", FLAG_SETS["+fuse-pad"], shape=shape.name,
+                mask=mask_name, variant="ours-auto+fuse-pad", vmfb=f"s{index}-{mask_name}-ours-auto+fuse-pad.vmfb",
+                inputs=modules.input_specs(shape)))
         (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 
@@ -115,14 +95,11 @@ def prepare_forward(folder: Path) -> None:
     manifest = []
     for index, shape in enumerate(FORWARD_SHAPES):
         _, x, w = modules.example_tensors(shape)
-        inputs = ["x".join(map(str, t.shape)) + "x" + shape.dtype for t in (x, w)]
         text = lowering.lower(_Forward(shape), x, w, target="cuda")
-        for suffix in ("", "+fuse-pad"):
-            name = f"forward{suffix}"
-            entry = dict(shape=shape.name, mask="forward", variant=name, vmfb=f"w{index}-{name}.vmfb", inputs=inputs)
-            (folder / entry["vmfb"]).write_bytes(pipeline.iree_compile(text, "cuda", FLAG_SETS[suffix]))
-            manifest.append(entry)
-            print(entry["vmfb"], flush=True)
+        for suffix, flags in (("", ()), ("+fuse-pad", FLAG_SETS["+fuse-pad"])):
+            manifest.append(modules.compiled_entry(folder, text, "cuda", flags, shape=shape.name, mask="forward",
+                                                   variant=f"forward{suffix}", vmfb=f"w{index}-forward{suffix}.vmfb",
+                                                   inputs=modules.input_specs(shape)[1:]))
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from run_on_gpu import random_input
+from run_on_gpu import random_input, record_each
 
 TIMEOUT_S = 120
 
@@ -54,22 +54,16 @@ def kernel_times_us(folder: Path, entry: dict, warm_calls: int = 10) -> list[tup
                     "--launch-skip", str(warm_calls * calls), "--launch-count", str(calls))
 
 
+def _kernels(folder: Path, entry: dict) -> dict:
+    kernels = kernel_times_us(folder, entry)
+    return {"kernels_us": kernels, "total_us": sum(us for _, us in kernels)}
+
+
 def main() -> None:
     folder, out, pattern = Path(sys.argv[1]), Path(sys.argv[2]), re.compile(sys.argv[3])
-    entries = json.loads((folder / "manifest.json").read_text())
-    results = []
-    for entry in entries:
-        if "vmfb" not in entry or "compile_error" in entry or not pattern.search(entry["vmfb"]):
-            continue
-        record = {k: entry[k] for k in ("shape", "mask", "variant")}
-        try:
-            record["kernels_us"] = kernel_times_us(folder, entry)
-            record["total_us"] = sum(us for _, us in record["kernels_us"])
-        except Exception as err:  # keep going: one failure must not lose the rest
-            record["error"] = str(err)[-500:]
-        print(json.dumps(record), flush=True)
-        results.append(record)
-        out.write_text(json.dumps(results, indent=1))
+    entries = [e for e in json.loads((folder / "manifest.json").read_text())
+               if "vmfb" in e and "compile_error" not in e and pattern.search(e["vmfb"])]
+    record_each(entries, out, lambda entry: _kernels(folder, entry))
 
 
 if __name__ == "__main__":

@@ -95,6 +95,30 @@ def eager_median_ms(spec: dict, mask: str) -> float:
     return statistics.median(times)
 
 
+def record_each(entries: list, out: Path, measure) -> None:
+    """`measure(entry)` (a dict of fields) for every entry, each result
+    printed and the list rewritten to `out` as it grows; an entry that
+    raises is recorded with its error and the rest still run."""
+    results = []
+    for entry in entries:
+        record = {k: entry[k] for k in ("shape", "mask", "variant")}
+        try:
+            record.update(measure(entry))
+        except Exception as err:  # keep going: one failure must not lose the rest
+            record["error"] = str(err)[-500:]
+        print(json.dumps(record), flush=True)
+        results.append(record)
+        out.write_text(json.dumps(results, indent=1))
+
+
+def _median(folder: Path, entry: dict) -> dict:
+    if "compile_error" in entry:
+        return {"error": "compile: " + entry["compile_error"]}
+    if "eager" in entry:
+        return {"median_ms": eager_median_ms(entry["eager"], entry["mask"])}
+    return {"median_ms": iree_median_ms(folder, entry)}
+
+
 def main() -> None:
     folder, out = Path(sys.argv[1]), Path(sys.argv[2])
     start = int(sys.argv[3]) if len(sys.argv) > 3 else 0
@@ -103,21 +127,7 @@ def main() -> None:
         for spec in entry.get("inputs", ()):
             random_input(folder, spec)
     warm_jit_cache(folder, entries)
-    results = []
-    for entry in entries:
-        record = {k: entry[k] for k in ("shape", "mask", "variant")}
-        try:
-            if "compile_error" in entry:
-                record["error"] = "compile: " + entry["compile_error"]
-            elif "eager" in entry:
-                record["median_ms"] = eager_median_ms(entry["eager"], entry["mask"])
-            else:
-                record["median_ms"] = iree_median_ms(folder, entry)
-        except Exception as err:  # keep going: one failure must not lose the rest
-            record["error"] = str(err)[-500:]
-        print(json.dumps(record), flush=True)
-        results.append(record)
-        out.write_text(json.dumps(results, indent=1))
+    record_each(entries, out, lambda entry: _median(folder, entry))
 
 
 if __name__ == "__main__":

@@ -18,8 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterator
 
-from iree_bwdconv import gradients, lowering, pipeline
-from iree_bwdconv.errors import PipelineError
+from iree_bwdconv import gradients, lowering
 
 from . import modules
 from .gpu import print_variant_table
@@ -77,11 +76,7 @@ def prepare(folder: Path) -> None:
 
     def compile_one(job) -> None:
         entry, text, flags = job
-        try:
-            (folder / entry["vmfb"]).write_bytes(pipeline.iree_compile(text, "cuda", flags))
-        except PipelineError as err:  # a form that does not compile is a result too
-            entry["compile_error"] = err.diagnostics.strip().splitlines()[0][:200]
-        print(entry["vmfb"], entry.get("compile_error", "ok"), flush=True)
+        entry.update(modules.compiled_entry(folder, text, "cuda", flags, **entry))
 
     with ThreadPoolExecutor(max_workers=2) as pool:  # iree-compile runs outside the GIL
         list(pool.map(compile_one, jobs))

@@ -13,7 +13,6 @@ this shared machine hits every column alike.
 
 from __future__ import annotations
 
-import os
 import statistics
 import sys
 import tempfile
@@ -21,14 +20,13 @@ from pathlib import Path
 
 import torch
 
-from iree_bwdconv import lowering, pipeline
+from iree_bwdconv import pipeline
 
 from . import cpu, modules
 from .shapes import Shape
 
 FORMS = ("col2im", "per-phase", "direct")
 ROUNDS = 5
-FORM_VARIABLE = "IREE_BWDCONV_GRAD_INPUT_FORM"
 
 SHAPES = tuple(s for s in cpu.SHAPES if s.stride > 1 and s.kernel > 1) + (
     Shape("R18 7x7 s2 n4 c3 k64 64x64 (stem)", 4, 3, 64, (64, 64), 7, 2, 3, dtype="f32"),
@@ -43,14 +41,8 @@ SHAPES = tuple(s for s in cpu.SHAPES if s.stride > 1 and s.kernel > 1) + (
 
 
 def compile_form(shape: Shape, form: str, directory: Path) -> Path:
-    os.environ[FORM_VARIABLE] = form
-    try:
-        text = lowering.lower_torch(lowering.parse_torch_mlir(modules.raw_torch(shape, modules.GRAD_INPUT_ONLY)),
-                                    target="cpu")
-    finally:
-        os.environ.pop(FORM_VARIABLE, None)
     path = directory / f"{form}.vmfb"
-    path.write_bytes(pipeline.iree_compile(text, "cpu"))
+    path.write_bytes(pipeline.iree_compile(modules.ours(shape, modules.GRAD_INPUT_ONLY, "cpu", form), "cpu"))
     return path
 
 

@@ -15,14 +15,9 @@ since removed: `h100_placement_2026-11-23.json`.)
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Iterator, Sequence
-
-from iree_bwdconv import lowering, pipeline
-from iree_bwdconv.errors import PipelineError
-from iree_bwdconv.patterns import convolution_backward_phases as phases
 
 from . import modules
 from .forms import RESNET50_H100
@@ -55,36 +50,22 @@ def _forms(shape: Shape) -> tuple[str, ...]:
 
 def variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
     """(name, MLIR text, extra iree-compile flags) of every variant."""
-    raw = modules.raw_torch(shape, modules.GRAD_INPUT_ONLY)
-    yield "upstream", raw, modules.UPSTREAM_FLAGS
+    yield "upstream", modules.raw_torch(shape, modules.GRAD_INPUT_ONLY), modules.UPSTREAM_FLAGS
     for form in (*_forms(shape), *(("direct",) if shape.kernel > 1 else ())):
-        os.environ[phases.FORM_VARIABLE] = form
-        try:
-            text = lowering.lower_torch(lowering.parse_torch_mlir(raw), target="cuda")
-        finally:
-            os.environ.pop(phases.FORM_VARIABLE)
-        yield form, text, ()
+        yield form, modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", form), ()
 
 
 def prepare(folder: Path, shapes: Sequence[Shape]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     manifest = []
     for index, shape in enumerate(shapes):
-        inputs = ["x".join(map(str, t.shape)) + "x" + shape.dtype for t in modules.example_tensors(shape)]
         for name, text, flags in variants(shape):
-            entry = dict(shape=shape.name, mask="grad_input", variant=name, vmfb=f"p{index}-{name}.vmfb",
-                         inputs=inputs)
-            try:
-                (folder / entry["vmfb"]).write_bytes(pipeline.iree_compile(text, "cuda", flags))
-            except PipelineError as err:  # a variant that does not compile is a result too
-                entry["compile_error"] = err.diagnostics.strip().splitlines()[0][:200]
-            manifest.append(entry)
-            print(entry["vmfb"], entry.get("compile_error", "ok"), flush=True)
+            manifest.append(modules.compiled_entry(folder, text, "cuda", flags, shape=shape.name, mask="grad_input",
+                                                   variant=name, vmfb=f"p{index}-{name}.vmfb",
+                                                   inputs=modules.input_specs(shape)))
         if shape.kernel == 1:
             manifest.append(iree_matmul_entry(folder, shape, f"p{index}-iree-matmul.vmfb"))
-        eager = dict(n=shape.n, c=shape.c, k=shape.k, hw=shape.hw, kernel=shape.kernel, stride=shape.stride,
-                     padding=shape.padding, groups=shape.groups, dtype=shape.dtype)
-        manifest.append(dict(shape=shape.name, mask="grad_input", variant="torch-eager", eager=eager))
+        manifest.append(modules.eager_entry(shape, "grad_input"))
         (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 

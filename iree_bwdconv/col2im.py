@@ -137,8 +137,6 @@ def _expand_axis(value: ir.Value, axis: int, sizes: Sequence[int]) -> ir.Value:
     src = ir.RankedTensorType(value.type)
     if len(sizes) <= 1:
         return value
-    shape = list(src.shape)
-    new_shape = shape[:axis] + list(sizes) + shape[axis + 1 :]
     reassociation = [[i] for i in range(axis)] + [list(range(axis, axis + len(sizes)))]
     reassociation += [[i + len(sizes) - 1] for i in range(axis + 1, src.rank)]
     static, dyn = lb.static_and_dynamic(lb.sizes_of(value)[:axis] + list(sizes) + lb.sizes_of(value)[axis + 1 :])

@@ -269,7 +269,7 @@ def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight:
 
     dx[n,g,c,i] = sum_{f,k} dyp[n,g,f,i*s+k*d] * w[g,c,f,k]
     """
-    r, groups = spec.spatial_rank, spec.groups
+    groups = spec.groups
     c_in, f_out = spec.in_channels // groups, spec.out_channels // groups
     window = (spec.output_spatial, spec.input_spatial, spec.kernel, spec.stride, spec.padding, spec.dilation)
     if any(map(geometry.reads_only_padding, *window)):
