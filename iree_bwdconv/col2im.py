@@ -94,7 +94,7 @@ def taps_first(
     products = lb.extract(products, [0, 0, 0], [groups, rows, total])
     products = lb.expand_dim(lb.expand_dim(products, 2, (batch, length)), 1, (c_in, rows // c_in))
     products = forms.expand_trailing(products, [n for _, n in spans])  # [g, c, k', n, u..]
-    return _expand_axis(products, 2, spec.kernel)  # [g, c, k'.., n, u..]
+    return lb.expand_axis(products, 2, spec.kernel)  # [g, c, k'.., n, u..]
 
 
 def _phase_sum(
@@ -131,14 +131,3 @@ def _phase_sum(
 
     return lb.collapse_dims(result, 1)
 
-
-def _expand_axis(value: ir.Value, axis: int, sizes: Sequence[int]) -> ir.Value:
-    """Split dim `axis` (static) into `sizes`."""
-    src = ir.RankedTensorType(value.type)
-    if len(sizes) <= 1:
-        return value
-    reassociation = [[i] for i in range(axis)] + [list(range(axis, axis + len(sizes)))]
-    reassociation += [[i + len(sizes) - 1] for i in range(axis + 1, src.rank)]
-    static, dyn = lb.static_and_dynamic(lb.sizes_of(value)[:axis] + list(sizes) + lb.sizes_of(value)[axis + 1 :])
-    return tensor.ExpandShapeOp(ir.RankedTensorType.get(static, src.element_type), value, reassociation, dyn,
-                                static).result

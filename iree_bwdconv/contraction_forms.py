@@ -123,16 +123,8 @@ def collapse_range(value: ir.Value, start: int, end: int) -> ir.Value:
 
 
 def expand_trailing(value: ir.Value, sizes: Sequence[int]) -> ir.Value:
-    """Split the (static) last dim into `sizes` (one tensor.expand_shape)."""
-    src = ir.RankedTensorType(value.type)
-    if len(sizes) <= 1:
-        return value
-    shape = list(src.shape[:-1]) + list(sizes)
-    reassociation = [[i] for i in range(src.rank - 1)] + [list(range(src.rank - 1, len(shape)))]
-    static, dyn = lb.static_and_dynamic(lb.sizes_of(value)[:-1] + list(sizes))
-    return tensor.ExpandShapeOp(
-        ir.RankedTensorType.get(static, src.element_type), value, reassociation, dyn, static
-    ).result
+    """Split the last dim into `sizes` (one tensor.expand_shape)."""
+    return lb.expand_axis(value, ir.RankedTensorType(value.type).rank - 1, sizes)
 
 
 def im2col(

@@ -107,19 +107,26 @@ def insert_strided(
     ).result
 
 
+def expand_axis(value: ir.Value, axis: int, sizes: Sequence[int]) -> ir.Value:
+    """Split dim `axis` into dims of `sizes` (one tensor.expand_shape); with
+    a single size, the value itself."""
+    if len(sizes) <= 1:
+        return value
+    src = ir.RankedTensorType(value.type)
+    old = sizes_of(value)
+    reassociation = [[i] for i in range(axis)] + [list(range(axis, axis + len(sizes)))]
+    reassociation += [[i + len(sizes) - 1] for i in range(axis + 1, src.rank)]
+    static, dyn = static_and_dynamic(old[:axis] + list(sizes) + old[axis + 1 :])
+    return tensor.ExpandShapeOp(
+        ir.RankedTensorType.get(static, src.element_type), value, reassociation, dyn, static
+    ).result
+
+
 def expand_dim(value: ir.Value, axis: int, factors: tuple[int, int]) -> ir.Value:
     """Split dim `axis` into two dims of sizes `factors` (e.g. channels into
     [groups, channels/groups]); a unit group dim stays explicit so that one
     code path serves grouped and ungrouped convolutions."""
-    src = ir.RankedTensorType(value.type)
-    sizes = sizes_of(value)
-    new_sizes = sizes[:axis] + list(factors) + sizes[axis + 1 :]
-    reassociation = [[i] for i in range(axis)] + [[axis, axis + 1]]
-    reassociation += [[i + 1] for i in range(axis + 1, src.rank)]
-    static, dyn = static_and_dynamic(new_sizes)
-    return tensor.ExpandShapeOp(
-        ir.RankedTensorType.get(static, src.element_type), value, reassociation, dyn, static
-    ).result
+    return expand_axis(value, axis, factors)
 
 
 def collapse_dims(value: ir.Value, axis: int) -> ir.Value:
