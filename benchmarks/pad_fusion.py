@@ -25,6 +25,7 @@ import torch
 from iree_bwdconv import lowering
 
 from . import modules
+from .forms import RESNET50_H100
 from .gpu import print_variant_table
 from .shapes import SHAPES as ISSUE_SHAPES
 from .shapes import Shape
@@ -71,14 +72,8 @@ def prepare_whole(folder: Path) -> None:
 
 # Forward convolutions (torch-mlir's own form on GPU targets: a pad and a
 # named convolution), f16: what pad fusion would do to the rest of a
-# training graph.
-FORWARD_SHAPES = (
-    Shape("R50 3x3 s1 n32 c64 k64 56x56", 32, 64, 64, (56, 56), 3, 1, 1),
-    Shape("R50 3x3 s1 n32 c128 k128 28x28", 32, 128, 128, (28, 28), 3, 1, 1),
-    Shape("R50 3x3 s1 n32 c256 k256 14x14", 32, 256, 256, (14, 14), 3, 1, 1),
-    Shape("R50 3x3 s2 n32 c128 k128 56x56", 32, 128, 128, (56, 56), 3, 2, 1),
-    Shape("R50 7x7 s2 n32 c3 k64 224x224 (stem)", 32, 3, 64, (224, 224), 7, 2, 3),
-)
+# training graph. ResNet-50's padded layers and its strided 3x3 c128.
+FORWARD_SHAPES = (*(s for s in RESNET50_H100 if s.kernel > 1), RULE_SHAPES[0])
 
 
 class _Forward(torch.nn.Module):

@@ -90,14 +90,9 @@ def spec_of(
 _TORCH_DTYPES = {name: dtype for dtype, name in _DTYPE_NAMES.items()}
 
 
-def _form() -> str:
-    """The grad_input form the environment forces: part of every cache key."""
-    return phases_pattern.forced_form()
-
-
 def lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]] = None, target: str = "cpu") -> str:
     """Linalg MLIR of the configuration for `target`, traced on zeros of its shapes."""
-    return _lowered(spec, bias_sizes, _form(), target)
+    return _lowered(spec, bias_sizes, phases_pattern.forced_form(), target)
 
 
 @functools.lru_cache(maxsize=256)
@@ -123,7 +118,7 @@ def clear_cache() -> None:
 
 def compiled_module(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]], target: str) -> LoadedModule:
     """The loaded module for `spec` on `target`, compiled on first use."""
-    key = (spec, bias_sizes, target, _form())
+    key = (spec, bias_sizes, target, phases_pattern.forced_form())
     with _cache_lock:
         cached = _cache.get(key)
     if cached is not None:

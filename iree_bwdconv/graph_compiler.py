@@ -28,11 +28,6 @@ from .compile_cache import CompileCache, cache_key
 from .runtime import LoadedModule
 
 
-def grad_input_form() -> str:
-    """The grad_input form the environment forces: part of every cache key."""
-    return phases_pattern.forced_form()
-
-
 @dataclass
 class CompileStats:
     """Seconds spent per stage, summed over every graph this backend compiled."""
@@ -144,7 +139,7 @@ class CompiledGraph:
         if cache is None:
             vmfb = compile_vmfb()
         else:
-            vmfb = cache.get_or_compile(cache_key(graph_ir, flags, (grad_input_form(),)), compile_vmfb)
+            vmfb = cache.get_or_compile(cache_key(graph_ir, flags, (phases_pattern.forced_form(),)), compile_vmfb)
             stats.cache_hits += 0 if timings else 1
         stats.lowering_s += timings.get("lowering", 0.0)
         stats.iree_compile_s += timings.get("iree_compile", 0.0)
