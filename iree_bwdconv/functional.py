@@ -112,6 +112,9 @@ def _lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]], form
 
 
 def clear_cache() -> None:
+    """Forget compiled modules and lowered IR (whose patterns read module
+    constants that tests change)."""
+    _lowered.cache_clear()
     with _cache_lock:
         _cache.clear()
 
