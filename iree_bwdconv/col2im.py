@@ -46,13 +46,13 @@ MATMUL_COLUMNS = 64
 def phase_sums(
     spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value, live: Sequence[Phases], rows: Sequence[int]
 ) -> dict[tuple[int, ...], ir.Value]:
-    """{residues: dx_r[n, c, *rows] in f32} for each live phase combination,
-    each phase computed over every row of the [q, residue] grid."""
+    """{position residues: dx_r[n, c, *rows] in f32} for each live phase
+    combination, each computed over every row of the position grid."""
     r = spec.spatial_rank
     per_dim = [sorted({phases[axis] for phases in live}, key=lambda ph: ph.residue) for axis in range(r)]
     spans = [geometry.phases_span(phases, n) for phases, n in zip(per_dim, rows)]
     products = taps_first(spec, grad_output, weight, spans)
-    return {tuple(ph.residue for ph in phases): _phase_sum(spec, products, phases, spans, rows) for phases in live}
+    return {tuple(ph.position_residue for ph in phases): _phase_sum(spec, products, phases, spans, rows) for phases in live}
 
 
 def taps_first(
@@ -105,7 +105,7 @@ def _phase_sum(
     IREE folds a unit loop dim, docs/architecture.md)."""
     r = spec.spatial_rank
     first_taps = [geometry.reversed_first_tap(ph, k) for ph, k in zip(phases, spec.kernel)]
-    starts = [ph.grid_window(n)[0] - span_start for ph, n, (span_start, _) in zip(phases, rows, spans)]
+    starts = [ph.position_window(n)[0] - span_start for ph, n, (span_start, _) in zip(phases, rows, spans)]
     groups, c_in, *_, batch = lb.sizes_of(products)[: 3 + r]
     # One operand per tap, each the slice of Z that tap reads, added in one
     # elementwise op: as a reduction over the taps (a sum pooling's form)

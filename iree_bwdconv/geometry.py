@@ -166,6 +166,8 @@ class Phase:
     first_q: int
     count: int
     dy_start: int
+    stride: int
+    padding: int
 
     @property
     def is_empty(self) -> bool:
@@ -196,6 +198,18 @@ class Phase:
         (zero), and are cropped or are right as they are."""
         return self.dy_start - self.first_q + first_row, rows + (self.taps - 1) * self.tap_dilation
 
+    @property
+    def position_residue(self) -> int:
+        """rho = i mod s of the phase's positions i: its column of the
+        position grid (`position_grid_length`)."""
+        return (self.residue - self.padding) % self.stride
+
+    def position_window(self, rows: int) -> tuple[int, int]:
+        """`grid_window` for position-grid rows 0 <= q < rows, which hold
+        positions i = q*s + position_residue. Row 0 holds i = rho, which is
+        the phase's own row (rho + p) // s of i + p = q*s + r."""
+        return self.grid_window(rows, (self.position_residue + self.padding) // self.stride)
+
 
 def grad_input_phases(
     input_size: int, kernel: int, stride: int, padding: int, dilation: int
@@ -213,22 +227,23 @@ def grad_input_phases(
         count = max(0, last_q - first_q + 1)
         k0 = next((k for k in range(step) if (k * dilation - r) % stride == 0), None)
         if k0 is None or k0 >= kernel:
-            phases.append(Phase(r, 0, 0, step, tap_dilation, first_q, count, 0))
+            phases.append(Phase(r, 0, 0, step, tap_dilation, first_q, count, 0, stride, padding))
             continue
         taps = _ceil_div(kernel - k0, step)
         t0 = (k0 * dilation - r) // stride
         # m = 0 with the last tap (j = taps-1 in forward order) reads the lowest dy index.
         dy_start = first_q - t0 - (taps - 1) * tap_dilation
-        phases.append(Phase(r, taps, k0, step, tap_dilation, first_q, count, dy_start))
+        phases.append(Phase(r, taps, k0, step, tap_dilation, first_q, count, dy_start, stride, padding))
     return tuple(phases)
 
 
 def phases_span(phases: Sequence[Phase], rows: int) -> tuple[int, int]:
     """(start, length) of the dy window (zero outside dy) that all of the
-    non-empty `phases` read over `rows` grid rows: the union of their
-    `grid_window`s. The col2im form multiplies dy by every tap once over this
-    window and lets each phase read its sums from there."""
-    windows = [ph.grid_window(rows) for ph in phases if not ph.is_empty]
+    non-empty `phases` read over `rows` position-grid rows: the union of
+    their `position_window`s. The col2im form multiplies dy by every tap once
+    over this window and the per-phase form pads it once; each phase reads
+    its own part from there."""
+    windows = [ph.position_window(rows) for ph in phases if not ph.is_empty]
     if not windows:
         raise ValueError("phases_span needs a non-empty phase")
     start = min(s for s, _ in windows)
@@ -245,9 +260,17 @@ def reversed_first_tap(phase: Phase, kernel: int) -> int:
 
 
 def phase_grid_length(input_size: int, stride: int, padding: int) -> int:
-    """Rows q of the [q, residue] grid that holds positions `i + p`; the
-    grid is flattened to `q*s + r` and cropped to `[p, p + I)`."""
+    """Rows q of the [q, residue] grid that holds positions `i + p` (the
+    sub-pixel form's); the grid is flattened to `q*s + r` and cropped to
+    `[p, p + I)`."""
     return _ceil_div(input_size + padding, stride)
+
+
+def position_grid_length(input_size: int, stride: int) -> int:
+    """Rows q of the position grid [q, rho] that holds grad_input positions
+    `i = q*s + rho`: flattened, it needs no crop at its start, and none at
+    all where s divides I (a crop is a copy of its own on IREE's GPU code)."""
+    return _ceil_div(input_size, stride)
 
 
 @dataclass(frozen=True)

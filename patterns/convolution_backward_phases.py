@@ -5,9 +5,13 @@ Positions of grad_input split by residue `(i + p) mod s` per dim; each
 residue class is a stride-1 contraction over the un-scattered grad_output
 with its own reversed sub-kernel (`geometry.grad_input_phases`), in the
 shape of a named convolution (`contraction_forms.conv`). Each phase is
-computed for every row of the `[q, residue]` grid, and one elementwise op
-weaves the phases into the grid (`contraction_forms.interleave`), which is
-collapsed to positions `q*s + r` and cropped at p. (Unit-stride inserts into
+computed for every row of the position grid `[q, rho]` (`rho = i mod s`,
+`geometry.position_grid_length`), reading its window of dy from one
+zero-padded span, and one elementwise op weaves the phases into the grid
+(`contraction_forms.interleave`), which is collapsed to positions
+`q*s + rho`: grad_input, cut at its end where s does not divide its size.
+(A grid of `i + p`, cropped at p, cost a copy of grad_input on IREE's GPU
+code, 67 us of Retinanet's 350 on the H100.) (Unit-stride inserts into
 such a grid were tried first: IREE 3.13 folds the unit dims of the insert
 onto the wrong destination dims and drops rows. Strided inserts of each
 phase into grad_input were tried next: IREE fuses the strided store into the
@@ -42,13 +46,12 @@ BENEFIT = 2  # preferred over the direct form wherever it applies
 
 
 def _phase_contraction(
-    spec: ConvBackwardSpec, dy: ir.Value, weight: ir.Value, phases: tuple[geometry.Phase, ...],
-    rows: list[int], first_rows: Optional[list[int]] = None,
+    spec: ConvBackwardSpec, window: ir.Value, weight: ir.Value, phases: tuple[geometry.Phase, ...], rows: list[int]
 ) -> ir.Value:
-    """dx_r[n,g,c,q] = sum_{f,j} dy[n,g,f,start + q + D*j] * T_r[g,c,f,j] in f32
-    for `rows` grid rows from `first_rows` (default 0; `Phase.grid_window`),
-    where T_r is the phase's own reversed sub-kernel (the weight itself for a
-    1x1 kernel), as a convolution of the window of dy (`contraction_forms.conv`).
+    """dx_r[n,g,c,q] = sum_{f,j} window[n,g,f,q + D*j] * T_r[g,c,f,j] in f32
+    for `rows` rows, where `window` is the part of dy the phase reads for
+    them (`_dy_window`) and T_r the phase's own reversed sub-kernel (the
+    weight itself for a 1x1 kernel), as a convolution (`contraction_forms.conv`).
     Without groups, dy is [n,f,..] and the result [n,c,..].
 
     Each phase gathers its own taps: slicing one shared table instead left a
@@ -71,24 +74,39 @@ def _phase_contraction(
         taps = forms.transpose(taps, [0, 2, 1, *range(3, 3 + r)])  # [g, c, f, *j]
     if groups == 1:
         taps = lb.collapse_dims(taps, 0)
-    window = _phase_window(spec, dy, phases, rows, first_rows)
     channels = [groups, c_in] if groups > 1 else [c_in]
-    init = lb.zeros([lb.sizes_of(dy)[0], *channels, *rows], lb.element_type(gradients.ACCUMULATOR))
+    init = lb.zeros([lb.sizes_of(window)[0], *channels, *rows], lb.element_type(gradients.ACCUMULATOR))
     return forms.conv(window, taps, init, [1] * r, [ph.tap_dilation for ph in phases])
 
 
-def _phase_window(
-    spec: ConvBackwardSpec, dy: ir.Value, phases: tuple[geometry.Phase, ...],
-    rows: list[int], first_rows: Optional[list[int]] = None,
-) -> ir.Value:
-    """The part of dy that `rows` grid rows of the phase read, zero-padded
-    where they reach past dy (`Phase.grid_window`)."""
+def _dy_window(spec: ConvBackwardSpec, dy: ir.Value, windows: list[tuple[int, int]]) -> ir.Value:
+    """dy's elements `start .. start + length - 1` per spatial dim, zero
+    where they fall outside dy."""
     r = spec.spatial_rank
     lead = [0] * (ir.RankedTensorType(dy.type).rank - r)
-    windows = [ph.grid_window(n, first) for ph, n, first in zip(phases, rows, first_rows or [0] * r)]
     low = lead + [-start for start, _ in windows]
     high = lead + [start + length - o for (start, length), o in zip(windows, spec.output_spatial)]
     return lb.pad_or_crop(dy, low, high)
+
+
+def _phase_windows(
+    spec: ConvBackwardSpec, dy: ir.Value, live: list[tuple[geometry.Phase, ...]], rows: list[int]
+) -> list[ir.Value]:
+    """Each live phase's window of dy for `rows` position-grid rows, as a
+    unit-stride slice of one zero-padded span that holds them all: one pad
+    for every phase, where a pad per phase was a copy dispatch per phase on
+    IREE's GPU code (22 us each on the H100, Retinanet)."""
+    r = spec.spatial_rank
+    per_dim = [{phases[axis] for phases in live} for axis in range(r)]
+    spans = [geometry.phases_span(list(phases), n) for phases, n in zip(per_dim, rows)]
+    padded = _dy_window(spec, dy, spans)
+    lead = lb.sizes_of(padded)[:-r]
+    windows = []
+    for phases in live:
+        own = [ph.position_window(n) for ph, n in zip(phases, rows)]
+        offsets = [start - span_start for (start, _), (span_start, _) in zip(own, spans)]
+        windows.append(lb.extract(padded, [0] * len(lead) + offsets, lead + [length for _, length in own]))
+    return windows
 
 
 def _one_matmul_applies(spec: ConvBackwardSpec) -> bool:
@@ -100,9 +118,9 @@ def _one_matmul_applies(spec: ConvBackwardSpec) -> bool:
 
 
 def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
-    """Every live phase over the whole [q, residue] grid, woven into the grid
-    by one elementwise op, then cropped at the padding; a single live phase
-    is inserted with stride into a zero grad_input instead."""
+    """Every live phase over the whole position grid, woven into it by one
+    elementwise op; a single live phase is inserted with stride into a zero
+    grad_input instead."""
     r, groups = spec.spatial_rank, spec.groups
     f_out = spec.out_channels // groups
     live, rows = _live_phases(spec)
@@ -115,29 +133,38 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
     batch = lb.sizes_of(grad_output)[0]
     if _one_matmul_applies(spec):
         (phases,) = live
-        window = _phase_window(spec, grad_output, phases, rows)
+        window = _dy_window(spec, grad_output, [ph.position_window(n) for ph, n in zip(phases, rows)])
         part = forms.im2col_matmul(window, weight, [1] * r, lb.element_type(gradients.ACCUMULATOR))
-        return _weave(spec, {tuple(ph.residue for ph in phases): part}, batch)
+        return _weave(spec, {_position_residues(phases): part}, batch)
     if len(live) == 1:
         # One live phase (a 1x1 kernel): its own rows alone go into a zero
         # grad_input with stride s. On the H100 this ran 1.85 ms against the
         # grid weave's 3.07 and a gather into grad_input's layout 2.9
         # (1x1 s2 n32 c1024 k2048 50x50), on the CPU 0.45 against 0.53.
         (phases,) = live
-        part = _phase_contraction(spec, dy, w, phases, [ph.count for ph in phases], [ph.first_q for ph in phases])
+        counts = [ph.count for ph in phases]
+        window = _dy_window(spec, dy, [ph.grid_window(ph.count, ph.first_q) for ph in phases])
+        part = _phase_contraction(spec, window, w, phases, counts)
         dx = lb.zeros(lb.sizes_of(part)[:lead] + list(spec.input_spatial), dtype)
         offsets = [ph.first_q * s + ph.residue - p for ph, s, p in zip(phases, spec.stride, spec.padding)]
         dx = lb.insert_strided(lb.convert(part, dtype), dx, [0] * lead + offsets, [1] * lead + list(spec.stride))
         return lb.collapse_dims(dx, 1) if groups > 1 else dx
-    parts = {tuple(ph.residue for ph in phases): _phase_contraction(spec, dy, w, phases, rows) for phases in live}
+    windows = _phase_windows(spec, dy, live, rows)
+    parts = {_position_residues(phases): _phase_contraction(spec, window, w, phases, rows)
+             for phases, window in zip(live, windows)}
     return _weave(spec, parts, batch)
+
+
+def _position_residues(phases: tuple[geometry.Phase, ...]) -> tuple[int, ...]:
+    """The phase combination's column of the position grid, per dim."""
+    return tuple(ph.position_residue for ph in phases)
 
 
 def _live_phases(spec: ConvBackwardSpec) -> tuple[list[tuple[geometry.Phase, ...]], list[int]]:
     """The phase combinations that read dy (the others' positions are
-    zeros), and the rows of the [q, residue] grid per dim."""
+    zeros), and the rows of the position grid per dim."""
     per_dim = [geometry.grad_input_phases(*dim) for dim in spec.per_dim()]
-    rows = [geometry.phase_grid_length(i, s, p) for i, s, p in zip(spec.input_spatial, spec.stride, spec.padding)]
+    rows = [geometry.position_grid_length(i, s) for i, s in zip(spec.input_spatial, spec.stride)]
     live = [phases for phases in itertools.product(*per_dim)
             if all(ph.reads_dy(o) for ph, o in zip(phases, spec.output_spatial))]
     return live, rows
@@ -154,8 +181,9 @@ def grad_input_col2im(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
 
 
 def _weave(spec: ConvBackwardSpec, parts: dict[tuple[int, ...], ir.Value], batch: lb.Size) -> ir.Value:
-    """The phases woven into the [q, residue] grid, collapsed to positions
-    q*s + r and cropped at the padding. (Gathering each element of
+    """The phases, keyed by position residue, woven into the position grid,
+    collapsed to positions q*s + rho and cut to grad_input's size (nothing
+    to cut where the strides divide it). (Gathering each element of
     grad_input from its phase instead, which skips the grid, ran up to 1.3x
     slower on the H100: docs/performance.md.)"""
     r = spec.spatial_rank
@@ -165,7 +193,7 @@ def _weave(spec: ConvBackwardSpec, parts: dict[tuple[int, ...], ir.Value], batch
         grid = lb.collapse_dims(grid, lead + axis)
     if lead == 3:  # [n, g, c, ..]: per-phase parts keep the group dim
         grid = lb.collapse_dims(grid, 1)
-    return lb.extract(grid, [0, 0, *spec.padding], [batch, spec.in_channels, *spec.input_spatial])
+    return lb.extract(grid, [0] * (2 + r), [batch, spec.in_channels, *spec.input_spatial])
 
 
 def _tap_table(

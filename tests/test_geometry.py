@@ -156,55 +156,60 @@ def test_phases_compute_grad_input_exactly(k, s, d, p, n):
 
 @pytest.mark.parametrize("k, s, d, p, n", list(configs()))
 def test_phases_over_the_whole_grid_compute_grad_input_exactly(k, s, d, p, n):
-    """Each non-empty phase computed for every grid row from its grid window,
-    interleaved as grid[q*s + r] and cropped at p, is grad_input (the form
-    the pattern emits: no zero-filled grad_input, no strided writes)."""
+    """Each non-empty phase computed for every position-grid row from its
+    position window, interleaved as grid[q*s + rho] and cut to its first n,
+    is grad_input (the form the pattern emits: no zero-filled grad_input, no
+    strided writes, no crop at the start)."""
     rng = random.Random(hash((k, s, d, p, n, "grid")))
     o_size = geometry.conv_output_size(n, k, s, p, d)
     dy, w = ints(rng, o_size), ints(rng, k)
     read = lambda o: dy[o] if 0 <= o < o_size else 0  # noqa: E731
-    rows = geometry.phase_grid_length(n, s, p)
+    rows = geometry.position_grid_length(n, s)
+    assert rows * s >= n and (rows - 1) * s < n
     grid = [0] * (rows * s)
-    for ph in geometry.grad_input_phases(n, k, s, p, d):
+    phases = geometry.grad_input_phases(n, k, s, p, d)
+    assert sorted(ph.position_residue for ph in phases) == list(range(s))
+    for ph in phases:
         if ph.is_empty:
             continue
-        start, length = ph.grid_window(rows)
+        start, length = ph.position_window(rows)
         assert length == rows + (ph.taps - 1) * ph.tap_dilation
         for q in range(rows):
-            grid[q * s + ph.residue] = sum(read(start + q + j * ph.tap_dilation) * w[tap]
-                                           for j, tap in enumerate(ph.tap_indices))
-    assert grid[p : p + n] == brute_grad_input(dy, w, n, s, p, d)
+            grid[q * s + ph.position_residue] = sum(read(start + q + j * ph.tap_dilation) * w[tap]
+                                                    for j, tap in enumerate(ph.tap_indices))
+    assert grid[:n] == brute_grad_input(dy, w, n, s, p, d)
 
 
 @pytest.mark.parametrize("k, s, d, p, n", list(configs()))
 def test_col2im_sums_compute_grad_input_exactly(k, s, d, p, n):
     """The col2im form: dy times every tap of the reversed kernel over the
     phases' common span, then each phase adding its taps' products from
-    there (reversed, tap and dy index both grow with j), woven and cropped."""
+    there (reversed, tap and dy index both grow with j), woven and cut."""
     rng = random.Random(hash((k, s, d, p, n, "col2im")))
     o_size = geometry.conv_output_size(n, k, s, p, d)
     dy, w = ints(rng, o_size), ints(rng, k)
     read = lambda o: dy[o] if 0 <= o < o_size else 0  # noqa: E731
-    rows = geometry.phase_grid_length(n, s, p)
+    rows = geometry.position_grid_length(n, s)
     live = [ph for ph in geometry.grad_input_phases(n, k, s, p, d) if ph.reads_dy(o_size)]
     grid = [0] * (rows * s)
     if live:
         start, length = geometry.phases_span(live, rows)
         for ph in live:  # the span holds every window it was made from
-            window_start, window_length = ph.grid_window(rows)
+            window_start, window_length = ph.position_window(rows)
             assert start <= window_start and window_start + window_length <= start + length
         products = [[read(start + u) * w[k - 1 - t] for u in range(length)] for t in range(k)]  # Z[k', u]
         for ph in live:
             first = geometry.reversed_first_tap(ph, k)
-            offset = ph.grid_window(rows)[0] - start
+            offset = ph.position_window(rows)[0] - start
             for q in range(rows):
-                grid[q * s + ph.residue] = sum(products[first + j * ph.tap_step][offset + q + j * ph.tap_dilation]
-                                               for j in range(ph.taps))
-    assert grid[p : p + n] == brute_grad_input(dy, w, n, s, p, d)
+                grid[q * s + ph.position_residue] = sum(
+                    products[first + j * ph.tap_step][offset + q + j * ph.tap_dilation] for j in range(ph.taps))
+    assert grid[:n] == brute_grad_input(dy, w, n, s, p, d)
 
 
 def test_phases_span_needs_a_phase():
-    empty = geometry.Phase(residue=1, taps=0, first_tap=0, tap_step=2, tap_dilation=1, first_q=0, count=3, dy_start=0)
+    empty = geometry.Phase(residue=1, taps=0, first_tap=0, tap_step=2, tap_dilation=1, first_q=0, count=3, dy_start=0,
+                           stride=2, padding=0)
     with pytest.raises(ValueError, match="non-empty"):
         geometry.phases_span([empty], 4)
 
