@@ -3,6 +3,7 @@
 // RUN: FileCheck --check-prefix=NOTE %s < %t.notes
 // RUN: env IREE_BWDCONV_GRAD_INPUT_FORM=sub-pixel iree-bwdconv opt --pattern convolution_backward_phases --split-input-file %s 2>/dev/null | FileCheck --check-prefix=SUBPIXEL %s
 // RUN: env IREE_BWDCONV_GRAD_INPUT_FORM=col2im iree-bwdconv opt --pattern convolution_backward_phases --split-input-file %s 2>/dev/null | FileCheck --check-prefix=COL2IM %s
+// RUN: env IREE_BWDCONV_GRAD_INPUT_FORM=col2im iree-bwdconv opt --pattern convolution_backward_phases --target cuda --split-input-file %s 2>/dev/null | FileCheck --check-prefix=COL2IM-GPU %s
 // NOTE: convolution_backward_phases did not match torch.aten.convolution_backward {{.*}}: stride 1 in every dim
 
 // 3x3 stride 2, per-phase form: four phases with 2x2, 2x1, 1x2 and 1x1 taps
@@ -66,6 +67,20 @@
 // COL2IM:         tensor.collapse_shape {{.*}} into tensor<2x3x8x8xf32>
 // COL2IM-NOT:     tensor.extract_slice
 // COL2IM:         return
+// On GPU targets col2im's matmul runs per image and shares the taps
+// ([n, g, f, u] as grad_output lays it out, no transpose); a 5x5 span is
+// not widened to 64 columns (more than a quarter more).
+// COL2IM-GPU-LABEL: func.func @grad_input_2d_s2_p1_d1_g1_f32
+// COL2IM-GPU:         %[[SPAN:.*]] = tensor.pad %{{.*}} low[0, 0, 0, 0] high[0, 0, 1, 1]
+// COL2IM-GPU:         %[[FLAT:.*]] = tensor.collapse_shape %[[SPAN]] {{.*}} into tensor<2x4x25xf32>
+// COL2IM-GPU:         %[[DY:.*]] = tensor.expand_shape %[[FLAT]] {{.*}} into tensor<2x1x4x25xf32>
+// COL2IM-GPU:         linalg.generic {{.*}}["parallel", "parallel", "parallel", "parallel", "reduction"]
+// COL2IM-GPU-SAME:      ins(%{{.*}}, %[[DY]] : tensor<1x27x4xf32>, tensor<2x1x4x25xf32>) outs(%{{.*}} : tensor<2x1x27x25xf32>)
+// COL2IM-GPU-NOT:     linalg.generic {{.*}}reduction
+// COL2IM-GPU:         outs(%{{.*}} : tensor<2x3x4x2x4x2xf32>)
+// COL2IM-GPU:         tensor.collapse_shape {{.*}} into tensor<2x3x8x8xf32>
+// COL2IM-GPU-NOT:     tensor.extract_slice
+// COL2IM-GPU:         return
 
 func.func @grad_input_2d_s2_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,4,4],f32>, %arg1: !torch.vtensor<[2,3,8,8],f32>, %arg2: !torch.vtensor<[4,3,3,3],f32>) -> !torch.vtensor<[2,3,8,8],f32> {
   %true = torch.constant.bool true

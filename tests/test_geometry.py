@@ -280,3 +280,18 @@ def test_padded_taps_is_the_smallest_window_that_divides(rank: int) -> None:
                 else:
                     assert channels * math.prod(got) % multiple == 0
                     assert math.prod(got) == min(math.prod(w) for w in fits)
+
+
+def test_widened_last_length_is_the_least_that_divides() -> None:
+    """Against counting up from the last length: the first that makes
+    `images * prod` a multiple, the other lengths untouched; nothing
+    widened beyond the growth."""
+    for images in (1, 2, 3, 8, 32):
+        for lengths in ((5,), (113, 113), (471, 726), (3, 4, 7), (64, 1)):
+            for multiple in (1, 4, 64, 128):
+                last = next(n for n in itertools.count(lengths[-1])
+                            if images * math.prod(lengths[:-1]) * n % multiple == 0)
+                assert geometry.widened_last_length(lengths, images, multiple) == (*lengths[:-1], last)
+                for growth in (1.0, 1.25, 2.0):
+                    got = geometry.widened_last_length(lengths, images, multiple, growth)
+                    assert got == ((*lengths[:-1], last) if last <= lengths[-1] * growth else lengths)
