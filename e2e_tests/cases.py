@@ -51,9 +51,8 @@ register(case((3, 6, 7, 6), 2, (4, 4), stride=(2, 3), padding=(2, 0), groups=2,
 register(case((2, 3, 16, 16), 4, (7, 7), stride=(2, 2), padding=(3, 3)))
 register(case((2, 2, 15), 3, (7,), stride=(2,), padding=(3,)))
 
-# Wider strided layers, where GPU targets pick by reduction length (the
-# CPU-run GPU-forms test checks each): 8 x 9 = 72 terms take the direct
-# form, 24 x 25 = 600 the per-phase form.
+# Wider strided layers, which GPU targets give the per-phase form (the
+# CPU-run GPU-forms test checks it), with short and long reductions.
 register(case((2, 8, 9, 9), 8, (3, 3), stride=(2, 2), padding=(1, 1), suffix="c8"))
 register(case((2, 6, 11, 11), 24, (5, 5), stride=(2, 2), padding=(2, 2), suffix="c6k24"))
 

@@ -290,12 +290,13 @@ def choose_form(spec: ConvBackwardSpec) -> str:
 
     GPU targets, kernels larger than 1x1: the direct form for grouped
     convolutions (g32: 7.9 ms against per-phase's 12.8 on the H100); col2im
-    for narrow ones (`NARROW_CHANNELS`), 1.1x-2.4x faster than the best
-    other form on all 7 such layers measured (ResNet-50's stem 2.9 ms
-    against 5.6 direct and 7.7 per-phase); the direct form where each
-    position's reduction is short (`DIRECT_MAX_REDUCTION`: 3x3 c8 k32 and
-    c32 k64 at 112x112, 1.3x-1.6x faster than per-phase in two runs);
-    per-phase otherwise. 1x1 kernels: per-phase, one GEMM on grad_output.
+    for narrow ones (`NARROW_CHANNELS`), the fastest form on all 7 such
+    layers, 1.06x-2.1x ahead (ResNet-50's stem 0.88 ms against 1.8
+    per-phase and 5.6 direct); per-phase otherwise, the fastest form on 8
+    of 11 such layers, within 2% on one, 1.09x and 1.24x behind col2im on
+    two (3x3 c512 14x14, 5x5 c128 k256). (Until the phases shared one padded span, the direct form was
+    faster on layers with short reductions, 3x3 c8 k32 and c32 k64; it now
+    runs 1.7x slower there.) 1x1 kernels: per-phase, one GEMM on grad_output.
     The sub-pixel form ran 1.3x to 16x slower than per-phase on 6 of 7
     shapes, so it is never picked; it is refused where the phases are not
     aligned (d/gcd(d, s) > 1).
@@ -320,8 +321,6 @@ def choose_form(spec: ConvBackwardSpec) -> str:
         return "direct"
     if targets.current() == "cpu" or spec.in_channels <= NARROW_CHANNELS:
         return "col2im"
-    if spec.out_channels * math.prod(spec.kernel) <= DIRECT_MAX_REDUCTION:
-        return "direct"
     return "per-phase"
 
 
@@ -329,12 +328,6 @@ def choose_form(spec: ConvBackwardSpec) -> str:
 # phases' convolutions then produce a few channels each, which IREE's CUDA
 # code ran slowly (3x3 c3 k32 940x1450: 1.5 ms per-phase, 0.6 col2im).
 NARROW_CHANNELS = 4
-# grad_output channels times kernel taps (each grad_input position's
-# reduction in the direct form) up to which GPU targets take the direct
-# form: direct was faster at 288 and 576 in two runs, each form once at
-# 1152 (3x3 c128 k128), per-phase faster than direct from 1600 (5x5 c64
-# k64) up.
-DIRECT_MAX_REDUCTION = 576
 
 
 def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:

@@ -22,11 +22,11 @@ def spec(channels: int, out_channels: int, kernel: int, stride: int, padding: in
     (3, 64, 7, 2, 3, 1, "col2im", "col2im"),       # ResNet-50's stem: narrow
     (3, 64, 5, 2, 2, 1, "col2im", "col2im"),
     (3, 32, 3, 2, 1, 1, "col2im", "col2im"),       # c3 k32 940x1450, MobileNet's stem
-    (16, 64, 7, 2, 3, 1, "per-phase", "col2im"),   # 16 channels, 3136-term reductions
-    (64, 64, 5, 2, 2, 1, "per-phase", "col2im"),   # 1600 terms
-    (128, 128, 3, 2, 1, 1, "per-phase", "col2im"),  # 1152 terms: measured a tie
-    (8, 32, 3, 2, 1, 1, "direct", "col2im"),       # 288 terms
-    (32, 64, 3, 2, 1, 1, "direct", "col2im"),      # 576 terms
+    (16, 64, 7, 2, 3, 1, "per-phase", "col2im"),   # wider than NARROW_CHANNELS
+    (64, 64, 5, 2, 2, 1, "per-phase", "col2im"),
+    (128, 128, 3, 2, 1, 1, "per-phase", "col2im"),
+    (8, 32, 3, 2, 1, 1, "per-phase", "col2im"),    # short reductions: once direct's
+    (32, 64, 3, 2, 1, 1, "per-phase", "col2im"),
     (3, 8, 1, 2, 0, 1, "per-phase", "per-phase"),  # a 1x1 kernel: one GEMM
     (8, 8, 3, 2, 1, 4, "direct", "direct"),        # grouped (on the CPU group by group)
     (8, 8, 3, 2, 1, 8, "direct", "direct"),        # depthwise
