@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Sequence
+from typing import Any, Sequence
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg, tensor
@@ -115,7 +115,7 @@ def taps_first(
     which for one image is its own layout; the weight is never copied per
     image (broadcasting it to a batch matmul over images copied 19 MB for
     ResNet-18's c256 k512 layer, slower than its whole direct form)."""
-    r, groups = spec.spatial_rank, spec.groups
+    groups = spec.groups
     c_in = spec.in_channels // groups
     batch = lb.sizes_of(grad_output)[0]
     window = _span_window(spec, grad_output, spans)  # [n, g, f, u]
@@ -156,8 +156,11 @@ def _phase_sum(
     sizes = lb.sizes_of(products)
     batch, groups, c_in = (sizes[0], sizes[1], sizes[2]) if images_first else (sizes[2 + r], sizes[0], sizes[1])
 
-    def z_index(image, group_channel, taps, positions):
-        return [image, *group_channel, *taps, *positions] if images_first else [*group_channel, *taps, image, *positions]
+    def z_index(image: Any, group_channel: list, taps: list, positions: Sequence) -> list:
+        """An index (or size, or map result) of Z in its layout."""
+        if images_first:
+            return [image, *group_channel, *taps, *positions]
+        return [*group_channel, *taps, image, *positions]
 
     # One operand per tap, each the slice of Z that tap reads, added in one
     # elementwise op: as a reduction over the taps (a sum pooling's form)
