@@ -11,11 +11,12 @@ zero-padded span, and one elementwise op weaves the phases into the grid
 (`contraction_forms.interleave`), which is collapsed to positions
 `q*s + rho`: grad_input, cut at its end where s does not divide its size.
 (A grid of `i + p`, cropped at p, cost a copy of grad_input on IREE's GPU
-code: 42 us of the 315 of ResNet-50's 3x3 c512 14x14 layer on the H100.) (Unit-stride inserts into
-such a grid were tried first: IREE 3.13 folds the unit dims of the insert
-onto the wrong destination dims and drops rows. Strided inserts of each
-phase into grad_input were tried next: IREE fuses the strided store into the
-phase's convolution, which then does not vectorize on the CPU.)
+code: 42 us of the 315 of ResNet-50's 3x3 c512 14x14 layer on the H100.)
+(Unit-stride inserts into such a grid were tried first: IREE 3.13 folds
+the unit dims of the insert onto the wrong destination dims and drops
+rows. Strided inserts of each phase into grad_input were tried next: IREE
+fuses the strided store into the phase's convolution, which then does not
+vectorize on the CPU.)
 An empty phase (stride > kernel, or gcd(stride, dilation) > 1) emits no
 contraction; its positions get zeros. A 1x1 kernel has one non-empty phase:
 its contraction runs on grad_output as it is: on GPU targets its result
