@@ -58,9 +58,7 @@ def phase_sums(
 ) -> dict[tuple[int, ...], ir.Value]:
     """{position residues: dx_r[n, c, *rows] in f32} for each live phase
     combination, each computed over every row of the position grid."""
-    r = spec.spatial_rank
-    per_dim = [sorted({phases[axis] for phases in live}, key=lambda ph: ph.residue) for axis in range(r)]
-    spans = [geometry.phases_span(phases, n) for phases, n in zip(per_dim, rows)]
+    spans = geometry.live_spans(live, rows)
     images_first = targets.current() != "cpu"
     products = (taps_first_per_image if images_first else taps_first)(spec, grad_output, weight, spans)
     return {tuple(ph.position_residue for ph in phases): _phase_sum(spec, products, phases, spans, rows, images_first)
@@ -70,9 +68,7 @@ def phase_sums(
 def _span_window(spec: ConvBackwardSpec, grad_output: ir.Value, spans: Sequence[tuple[int, int]]) -> ir.Value:
     """[n, g, f, u]: the span of dy, zero outside dy, positions flattened."""
     r, groups = spec.spatial_rank, spec.groups
-    low = [0, 0, *(-start for start, _ in spans)]
-    high = [0, 0, *(start + length - o for (start, length), o in zip(spans, spec.output_spatial))]
-    window = forms.collapse_range(lb.pad_or_crop(grad_output, low, high), 2, 2 + r)  # [n, g*f, u]
+    window = forms.collapse_range(lb.window(grad_output, spans), 2, 2 + r)  # [n, g*f, u]
     return lb.expand_dim(window, 1, (groups, spec.out_channels // groups))
 
 

@@ -250,6 +250,12 @@ def phases_span(phases: Sequence[Phase], rows: int) -> tuple[int, int]:
     return start, max(s + n for s, n in windows) - start
 
 
+def live_spans(live: Sequence[Sequence[Phase]], rows: Sequence[int]) -> list[tuple[int, int]]:
+    """Per dim, the `phases_span` of the phases that `live` (combinations of
+    one phase per dim) use there, over that dim's `rows`."""
+    return [phases_span([phases[axis] for phases in live], n) for axis, n in enumerate(rows)]
+
+
 def reversed_first_tap(phase: Phase, kernel: int) -> int:
     """Where the phase's first read (j = 0) finds its tap in the kernel
     reversed (`k' = K-1-k`); read j finds it at `+ j*tap_step`. Reversed, the

@@ -12,6 +12,8 @@ from typing import Sequence, Union
 from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg, tensor
 
+from . import geometry
+
 Size = Union[int, ir.Value]
 PARALLEL = linalg.IteratorType.parallel
 REDUCTION = linalg.IteratorType.reduction
@@ -82,6 +84,16 @@ def pad_or_crop(value: ir.Value, low: Sequence[int], high: Sequence[int]) -> ir.
     kept = [s if lo >= 0 and h >= 0 else s - max(0, -lo) - max(0, -h) for s, lo, h in zip(sizes, low, high)]
     cropped = extract(value, starts, kept)
     return pad(cropped, [max(0, lo) for lo in low], [max(0, h) for h in high])
+
+
+def window(value: ir.Value, spans: Sequence[tuple[int, int]]) -> ir.Value:
+    """Elements `start .. start + length - 1` of each of the value's last
+    `len(spans)` dims (static), zero where they fall outside it
+    (`geometry.span_padding`); the leading dims as they are."""
+    shape = ir.RankedTensorType(value.type).shape
+    lead = len(shape) - len(spans)
+    amounts = [geometry.span_padding(size, start, length) for size, (start, length) in zip(shape[lead:], spans)]
+    return pad_or_crop(value, [0] * lead + [low for low, _ in amounts], [0] * lead + [high for _, high in amounts])
 
 
 def extract(value: ir.Value, offsets: Sequence[int], sizes: Sequence[Size]) -> ir.Value:

@@ -51,7 +51,7 @@ def _phase_contraction(
 ) -> ir.Value:
     """dx_r[n,g,c,q] = sum_{f,j} window[n,g,f,q + D*j] * T_r[g,c,f,j] in f32
     for `rows` rows, where `window` is the part of dy the phase reads for
-    them (`_dy_window`) and T_r the phase's own reversed sub-kernel (the
+    them (`lb.window`) and T_r the phase's own reversed sub-kernel (the
     weight itself for a 1x1 kernel), as a convolution (`contraction_forms.conv`).
     Without groups, dy is [n,f,..] and the result [n,c,..].
 
@@ -80,16 +80,6 @@ def _phase_contraction(
     return forms.conv(window, taps, init, [1] * r, [ph.tap_dilation for ph in phases])
 
 
-def _dy_window(spec: ConvBackwardSpec, dy: ir.Value, windows: list[tuple[int, int]]) -> ir.Value:
-    """dy's elements `start .. start + length - 1` per spatial dim, zero
-    where they fall outside dy."""
-    r = spec.spatial_rank
-    lead = [0] * (ir.RankedTensorType(dy.type).rank - r)
-    low = lead + [-start for start, _ in windows]
-    high = lead + [start + length - o for (start, length), o in zip(windows, spec.output_spatial)]
-    return lb.pad_or_crop(dy, low, high)
-
-
 def _phase_windows(
     spec: ConvBackwardSpec, dy: ir.Value, live: list[tuple[geometry.Phase, ...]], rows: list[int]
 ) -> list[ir.Value]:
@@ -97,11 +87,9 @@ def _phase_windows(
     unit-stride slice of one zero-padded span that holds them all: one pad
     for every phase, where a pad per phase was a copy dispatch per phase on
     IREE's GPU code (22 us each on the H100, Retinanet)."""
-    r = spec.spatial_rank
-    per_dim = [{phases[axis] for phases in live} for axis in range(r)]
-    spans = [geometry.phases_span(list(phases), n) for phases, n in zip(per_dim, rows)]
-    padded = _dy_window(spec, dy, spans)
-    lead = lb.sizes_of(padded)[:-r]
+    spans = geometry.live_spans(live, rows)
+    padded = lb.window(dy, spans)
+    lead = lb.sizes_of(padded)[: -spec.spatial_rank]
     windows = []
     for phases in live:
         own = [ph.position_window(n) for ph, n in zip(phases, rows)]
@@ -134,7 +122,7 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
     batch = lb.sizes_of(grad_output)[0]
     if _one_matmul_applies(spec):
         (phases,) = live
-        window = _dy_window(spec, grad_output, [ph.position_window(n) for ph, n in zip(phases, rows)])
+        window = lb.window(grad_output, [ph.position_window(n) for ph, n in zip(phases, rows)])
         part = forms.im2col_matmul(window, weight, [1] * r, lb.element_type(gradients.ACCUMULATOR))
         return _weave(spec, {_position_residues(phases): part}, batch)
     if len(live) == 1:
@@ -144,7 +132,7 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
         # (1x1 s2 n32 c1024 k2048 50x50), on the CPU 0.45 against 0.53.
         (phases,) = live
         counts = [ph.count for ph in phases]
-        window = _dy_window(spec, dy, [ph.grid_window(ph.count, ph.first_q) for ph in phases])
+        window = lb.window(dy, [ph.grid_window(ph.count, ph.first_q) for ph in phases])
         part = _phase_contraction(spec, window, w, phases, counts)
         dx = lb.zeros(lb.sizes_of(part)[:lead] + list(spec.input_spatial), dtype)
         offsets = [ph.first_q * s + ph.residue - p for ph, s, p in zip(phases, spec.stride, spec.padding)]
@@ -250,10 +238,7 @@ def grad_input_subpixel(spec: ConvBackwardSpec, grad_output: ir.Value, weight: i
     dy = lb.expand_dim(grad_output, 1, (groups, f_out))
     taps = _tap_table(lb.expand_dim(weight, 0, (groups, f_out)), [f.tap_base for f in forms],
                       [f.tap_step for f in forms], [f.window for f in forms], spec.kernel)
-    low = [0, 0, 0] + [-form.dy_start for form in forms]
-    high = [0, 0, 0] + [form.dy_start + form.rows + form.window - 1 - o
-                        for form, o in zip(forms, spec.output_spatial)]
-    window = lb.pad_or_crop(dy, low, high)
+    window = lb.window(dy, [(form.dy_start, form.rows + form.window - 1) for form in forms])
 
     num = 4 + 3 * r
     n, g, c, *rest = lb.dims(num)

@@ -295,3 +295,16 @@ def test_widened_last_length_is_the_least_that_divides() -> None:
                 for growth in (1.0, 1.25, 2.0):
                     got = geometry.widened_last_length(lengths, images, multiple, growth)
                     assert got == ((*lengths[:-1], last) if last <= lengths[-1] * growth else lengths)
+
+
+def test_live_spans_hold_every_live_window() -> None:
+    """Per dim, the span starts at the first read of any live phase there
+    and ends at the last (2-D: 3x3 stride 2 and 5x2 stride 3)."""
+    per_dim = [geometry.grad_input_phases(9, 3, 2, 1, 1), geometry.grad_input_phases(11, 2, 3, 0, 1)]
+    rows = [geometry.position_grid_length(9, 2), geometry.position_grid_length(11, 3)]
+    live = [phases for phases in itertools.product(*per_dim) if not any(ph.is_empty for ph in phases)]
+    spans = geometry.live_spans(live, rows)
+    for axis, (start, length) in enumerate(spans):
+        windows = {phases[axis].position_window(rows[axis]) for phases in live}
+        assert start == min(s for s, _ in windows)
+        assert start + length == max(s + n for s, n in windows)
