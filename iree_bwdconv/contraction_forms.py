@@ -185,38 +185,3 @@ def interleave(parts: dict[tuple[int, ...], ir.Value], strides: Sequence[int], e
         return value if elem == acc_type else arith.truncf(elem, value)
 
     return result
-
-
-def weave_positions(parts: dict[tuple[int, ...], ir.Value], strides: Sequence[int],
-                    spatial: Sequence[int], elem: ir.Type) -> ir.Value:
-    """out[.., i0, i1, ..] = parts[(i0 mod s0, ..)][.., i0 floordiv s0, ..], zero
-    for residues without a part, rounded to `elem`: the phases woven straight
-    into grad_input's own positions, so no grid longer than grad_input is
-    cut afterwards. Each part must cover ceil(size/s) rows per dim."""
-    first = next(iter(parts.values()))
-    sizes = lb.sizes_of(first)
-    r = len(strides)
-    lead = len(sizes) - r
-    out = tensor.EmptyOp(sizes[:lead] + list(spatial), elem).result
-    num = lead + r
-    d = lb.dims(num)
-    rows = [ir.AffineFloorDivExpr.get(d[lead + a], ir.AffineConstantExpr.get(s)) for a, s in enumerate(strides)]
-    part_map = lb.affine_map(num, d[:lead] + rows)
-    maps = [part_map] * len(parts) + [ir.AffineMap.get_identity(num)]
-    acc_type = ir.RankedTensorType(first.type).element_type
-    index_type = ir.IndexType.get()
-
-    @linalg.generic(list(parts.values()), [out], maps, [PARALLEL] * num)
-    def result(*args):
-        residue = [arith.remui(linalg.IndexOp(lead + a).result, arith.constant(index_type, s))
-                   for a, s in enumerate(strides)]
-        value = arith.constant(acc_type, 0.0)
-        for key, part in zip(parts, args[:-1]):
-            chosen = None
-            for a, wanted in enumerate(key):
-                same = arith.cmpi(arith.CmpIPredicate.eq, residue[a], arith.constant(index_type, wanted))
-                chosen = same if chosen is None else arith.andi(chosen, same)
-            value = arith.select(chosen, part, value)
-        return value if elem == acc_type else arith.truncf(elem, value)
-
-    return result

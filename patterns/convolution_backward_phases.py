@@ -125,7 +125,7 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
         window = lb.window(grad_output, [ph.position_window(n) for ph, n in zip(phases, rows)])
         part = forms.im2col_matmul(window, weight, [1] * r, lb.element_type(gradients.ACCUMULATOR))
         return _weave(spec, {_position_residues(phases): part}, batch)
-    if len(live) == 1 and SINGLE_PHASE_INSERT:
+    if len(live) == 1:
         # One live phase (a 1x1 kernel): its own rows alone go into a zero
         # grad_input with stride s. On the H100 this ran 1.85 ms against the
         # grid weave's 3.07 and a gather into grad_input's layout 2.9
@@ -169,14 +169,7 @@ def grad_input_col2im(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
     return _weave(spec, parts, lb.sizes_of(grad_output)[0])
 
 
-SINGLE_PHASE_INSERT = True
-WEAVE = "grid"
-
-
 def _weave(spec: ConvBackwardSpec, parts: dict[tuple[int, ...], ir.Value], batch: lb.Size) -> ir.Value:
-    if WEAVE == "positions":
-        out = forms.weave_positions(parts, spec.stride, spec.input_spatial, lb.element_type(spec.dtype))
-        return lb.collapse_dims(out, 1) if ir.RankedTensorType(out.type).rank == 3 + spec.spatial_rank else out
     """The phases, keyed by position residue, woven into the position grid,
     collapsed to positions q*s + rho and cut to grad_input's size (nothing
     to cut where the strides divide it). (Gathering each element of
