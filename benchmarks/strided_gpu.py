@@ -4,9 +4,9 @@ grad_output) against upstream, torch eager and, for 1x1 kernels, IREE's
 own matmul of the same GEMM; grad_input only, every strided shape of
 issues 3 and 5 (STRIDED) or more strided layers (RULE_SHAPES).
 
-    ./dev python -m benchmarks.strided_gpu prepare .bench-strided [rule]   # here
+    ./dev python -m benchmarks.strided_gpu prepare .bench-strided [rule|line]   # here
     python3 benchmarks/run_on_gpu.py .bench-strided results.json           # there
-    ./dev python -m benchmarks.strided_gpu report results.json [rule]      # here
+    ./dev python -m benchmarks.strided_gpu report results.json [rule|line]      # here
 
 (Until commit 828b4bc it also timed a gather placement of the phases,
 since removed: `h100_placement_2026-11-23.json`.)
@@ -41,6 +41,20 @@ RULE_SHAPES = (
     Shape("5x5 s2 n32 c64 k64 56x56", 32, 64, 64, (56, 56), 5, 2, 2),
 )
 
+# Layers chosen to test a line drawn through RULE_SHAPES after the fact:
+# col2im ahead of per-phase where taps x grad_output channels >= 4096
+# (the first five), per-phase ahead below it (the last three).
+LINE_SHAPES = (
+    Shape("3x3 s2 n32 c256 k512 28x28", 32, 256, 512, (28, 28), 3, 2, 1),
+    Shape("3x3 s2 n32 c128 k512 56x56", 32, 128, 512, (56, 56), 3, 2, 1),
+    Shape("5x5 s2 n32 c64 k256 56x56", 32, 64, 256, (56, 56), 5, 2, 2),
+    Shape("7x7 s2 n32 c32 k128 112x112", 32, 32, 128, (112, 112), 7, 2, 3),
+    Shape("3x3 s2 n32 c1024 k1024 14x14", 32, 1024, 1024, (14, 14), 3, 2, 1),
+    Shape("3x3 s2 n32 c512 k256 14x14", 32, 512, 256, (14, 14), 3, 2, 1),
+    Shape("5x5 s2 n32 c128 k128 56x56", 32, 128, 128, (56, 56), 5, 2, 2),
+    Shape("3x3 s2 n32 c384 k384 28x28", 32, 384, 384, (28, 28), 3, 2, 1),
+)
+
 
 def _forms(shape: Shape) -> tuple[str, ...]:
     if shape.kernel == 1:
@@ -71,5 +85,5 @@ def prepare(folder: Path, shapes: Sequence[Shape]) -> None:
 
 if __name__ == "__main__":
     command, path = sys.argv[1], Path(sys.argv[2])
-    shapes = RULE_SHAPES if sys.argv[3:] == ["rule"] else STRIDED
+    shapes = {"rule": RULE_SHAPES, "line": LINE_SHAPES}.get(sys.argv[3] if sys.argv[3:] else "", STRIDED)
     prepare(path, shapes) if command == "prepare" else print_variant_table(path, shapes)
