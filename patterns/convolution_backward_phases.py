@@ -280,11 +280,12 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     45 s benchmark since, and is not picked); col2im
     for narrow ones (`NARROW_CHANNELS`), the fastest form on all 7 such
     layers, 1.06x-2.1x ahead (ResNet-50's stem 0.88 ms against 1.8
-    per-phase and 5.6 direct); per-phase otherwise, the fastest form on 8
-    of 11 such layers, within 2% on one, 1.09x and 1.24x behind col2im on
-    two (3x3 c512 14x14, 5x5 c128 k256). (Until the phases shared one padded span, the direct form was
-    faster on layers with short reductions, 3x3 c8 k32 and c32 k64; it now
-    runs 1.7x slower there.) 1x1 kernels: per-phase, one GEMM on grad_output.
+    per-phase and 5.6 direct); per-phase otherwise: fastest or within 2%
+    on 15 of 19 such layers, 1.08x-1.29x behind col2im on four, which no
+    line tried separates from the rest. (Until the phases shared one
+    padded span, the direct form was faster on layers with short
+    reductions, 3x3 c8 k32 and c32 k64; it now runs 1.7x slower there.)
+    1x1 kernels: per-phase, one GEMM on grad_output.
     The sub-pixel form ran 1.3x to 16x slower than per-phase on 6 of 7
     shapes, so it is never picked; it is refused where the phases are not
     aligned (d/gcd(d, s) > 1).
