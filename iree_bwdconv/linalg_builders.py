@@ -190,16 +190,18 @@ def reduction(value: ir.Value, init: ir.Value, maps: Sequence[ir.AffineMap], ite
 
 
 def convert(value: ir.Value, elem: ir.Type) -> ir.Value:
-    """Elementwise float conversion (the final f32 -> f16/bf16 rounding)."""
+    """Elementwise float conversion: the final f32 -> f16/bf16 rounding, or
+    a widening to f32."""
     src = ir.RankedTensorType(value.type)
     if src.element_type == elem:
         return value
     out = tensor.EmptyOp(sizes_of(value), elem).result
     identity = ir.AffineMap.get_identity(src.rank)
+    widen = ir.FloatType(elem).width > ir.FloatType(src.element_type).width
 
     @linalg.generic([value], [out], [identity, identity], [PARALLEL] * src.rank)
     def result(a, _):
-        return arith.truncf(elem, a)
+        return arith.extf(elem, a) if widen else arith.truncf(elem, a)
 
     return result
 

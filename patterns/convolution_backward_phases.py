@@ -27,6 +27,7 @@ than the weave; on the CPU it is a named matmul between transposes
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import os
@@ -335,5 +336,34 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
         return ("the direct form is chosen for this kernel on this target (choose_form): "
                 "the convolution_backward pattern lowers it")
     builders = {"sub-pixel": grad_input_subpixel, "col2im": grad_input_col2im, "per-phase": grad_input_phases}
-    gradients.replace_convolution_backward(op, rewriter, spec, builders[form])
+    build = builders[form]
+    if computes_in_f32(spec, form):
+        build = _in_f32(build)
+    gradients.replace_convolution_backward(op, rewriter, spec, build)
     return None
+
+
+def computes_in_f32(spec: ConvBackwardSpec, form: str) -> bool:
+    """Whether the form's f16/bf16 contractions run in f32 instead.
+
+    On the H100, IREE 3.13's CUDA code computed the per-phase form wrongly
+    in f16 (grad_input off by 60%-120% of its largest value on a 3x3
+    stride-2 c64 layer, a grouped 1x1 stride-2 layer and the g32 layer,
+    whose 1-tap phase read out of bounds under compute-sanitizer), while
+    the same IR was right compiled for the CPU and right on the H100 in
+    f32 (`benchmarks/gpu_check.py`, docs/performance.md "Numbers on the
+    H100"). The sub-pixel form was not checked. gfx942's code comes from
+    the same IREE pipeline, so it is treated alike. col2im and the direct
+    form were right in f16 on every layer checked and keep it."""
+    return targets.current() != "cpu" and spec.dtype in ("f16", "bf16") and form in ("per-phase", "sub-pixel")
+
+
+def _in_f32(build: gradients.GradInputBuilder) -> gradients.GradInputBuilder:
+    """`build` on grad_output and weight widened to f32, its result rounded
+    back to the spec's dtype."""
+    def build_in_f32(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
+        f32 = lb.element_type("f32")
+        dx = build(dataclasses.replace(spec, dtype="f32"), lb.convert(grad_output, f32), lb.convert(weight, f32))
+        return lb.convert(dx, lb.element_type(spec.dtype))
+
+    return build_in_f32

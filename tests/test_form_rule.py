@@ -39,3 +39,63 @@ def test_form_per_target(channels, out_channels, kernel, stride, padding, groups
             assert phases.choose_form(configuration) == gpu_form
     with targets.lowering_for("cpu"):
         assert phases.choose_form(configuration) == cpu_form
+
+
+def _contraction_operand_types(mlir: str) -> set[str]:
+    """Element types of the inputs of every contraction: a linalg.generic
+    with a reduction, or the CPU's named matmul."""
+    types = set()
+    for line in mlir.splitlines():
+        contraction = ("linalg.generic" in line and "reduction" in line) or "linalg.matmul" in line
+        if contraction and " ins(" in line:
+            ins = line.split(" ins(", 1)[1].split(")", 1)[0]
+            types.update(t.rsplit("x", 1)[-1].rstrip(">") for t in ins.split(": ", 1)[1].split(", "))
+    return types
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("kernel, padding, groups, channels", [
+    (3, 1, 1, 64),   # per-phase, four phases woven
+    (1, 0, 4, 64),   # a grouped 1x1 kernel: one phase inserted with stride
+    (3, 1, 1, 3),    # narrow: col2im, which keeps f16/bf16
+])
+def test_gpu_half_precision_phases_run_in_f32(dtype, kernel, padding, groups, channels, monkeypatch):
+    """IREE 3.13's CUDA code computed the per-phase form wrongly in f16 on the
+    H100 (`computes_in_f32`): on GPU targets its contractions read f32
+    operands; col2im's keep the spec's dtype, and so does every form on the CPU."""
+    monkeypatch.delenv(phases.FORM_VARIABLE, raising=False)
+    out = geometry.conv_output_size(16, kernel, 2, padding, 1)
+    dy, x = torch.zeros(2, 64, out, out, dtype=dtype), torch.zeros(2, channels, 16, 16, dtype=dtype)
+    w = torch.zeros(64, channels // groups, kernel, kernel, dtype=dtype)
+    configuration = functional.spec_of(dy, x, w, None, [2, 2], [padding] * 2, [1, 1], False, [0, 0], groups,
+                                       [True, False, False])
+    name = {torch.float16: "f16", torch.bfloat16: "bf16"}[dtype]
+    for target in ("cuda", "gfx942", "cpu"):
+        with targets.lowering_for(target):
+            form = phases.choose_form(configuration)
+            widened = phases.computes_in_f32(configuration, form)
+        assert widened == (target != "cpu" and form == "per-phase")
+        operand_types = _contraction_operand_types(functional.lowered(configuration, target=target))
+        assert operand_types == ({"f32"} if widened else {name}), (target, form, operand_types)
+
+
+@pytest.mark.parametrize("kernel, padding, groups", [(3, 1, 1), (1, 0, 4)])
+def test_gpu_lowering_of_half_precision_phases_is_right_on_the_cpu(kernel, padding, groups, monkeypatch):
+    """The IR a GPU target gets for f16 per-phase (widened to f32, rounded
+    at the end), compiled for the CPU, against eager float64: the IR is
+    right whatever a GPU's code generation does with it."""
+    from iree_bwdconv import pipeline, reference, runtime
+
+    monkeypatch.delenv(phases.FORM_VARIABLE, raising=False)
+    generator = torch.Generator().manual_seed(0)
+    out = geometry.conv_output_size(15, kernel, 2, padding, 1)
+    dy = torch.randn(2, 32, out, out, generator=generator).half()
+    x = torch.randn(2, 16, 15, 15, generator=generator).half()
+    w = torch.randn(32, 16 // groups, kernel, kernel, generator=generator).half()
+    arguments = (None, [2, 2], [padding] * 2, [1, 1], False, [0, 0], groups, [True, False, False])
+    configuration = functional.spec_of(dy, x, w, *arguments)
+    mlir = functional.lowered(configuration, target="cuda")
+    assert "arith.extf" in mlir
+    grad_input = runtime.run(pipeline.iree_compile(mlir, "cpu"), [dy, x, w])[0]
+    (comparison,) = reference.compare([grad_input, None, None], dy, x, w, arguments)
+    assert comparison.ok, comparison
