@@ -283,8 +283,10 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     layers, 1.06x-2.1x ahead (ResNet-50's stem 0.88 ms against 1.8
     per-phase and 5.6 direct); per-phase otherwise: fastest or within 2%
     on 15 of 19 such layers, 1.08x-1.29x behind col2im on four, which no
-    line tried separates from the rest. (Until the phases shared one
-    padded span, the direct form was faster on layers with short
+    line tried separates from the rest. Those per-phase timings were of
+    f16 code that computed wrong numbers (`computes_in_f32`); the f32
+    phases that replaced it have not been timed. (Until the phases shared
+    one padded span, the direct form was faster on layers with short
     reductions, 3x3 c8 k32 and c32 k64; it now runs 1.7x slower there.)
     1x1 kernels: per-phase, one GEMM on grad_output.
     The sub-pixel form ran 1.3x to 16x slower than per-phase on 6 of 7
