@@ -277,8 +277,8 @@ def choose_form(spec: ConvBackwardSpec) -> str:
 
     GPU targets, kernels larger than 1x1: the direct form for grouped
     convolutions (g32: 7.9 ms against per-phase's 12.8 on the H100 before
-    the phases shared one padded span; forced per-phase has not finished a
-    45 s benchmark since, and is not picked); col2im
+    the phases shared one padded span; forced per-phase in f16 has since
+    aborted on an out-of-bounds read in IREE's code, and is not picked); col2im
     for narrow ones (`NARROW_CHANNELS`), the fastest form on all 7 such
     layers, 1.06x-2.1x ahead (ResNet-50's stem 0.88 ms against 1.8
     per-phase and 5.6 direct); per-phase otherwise: fastest or within 2%
