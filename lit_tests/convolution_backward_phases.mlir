@@ -119,8 +119,8 @@ func.func @grad_input_2d_s2_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,4,4],f32>, %
 
 // On GPU targets the phases of an f16 convolution run in f32 (IREE 3.13's
 // CUDA code computed them wrongly in f16): grad_output and the weight are
-// widened, the GEMM's result is inserted with stride 2 into zeros, and
-// grad_input is rounded to f16 at the end.
+// widened, and the GEMM's result is rounded to f16 and inserted with
+// stride 2 into zeros.
 // GPU-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16
 // GPU-NOT:     tensor.pad
 // GPU-NOT:     tensor.extract
@@ -131,8 +131,8 @@ func.func @grad_input_2d_s2_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,4,4],f32>, %
 // GPU:         linalg.generic {{.*}}reduction
 // GPU-SAME:      ins(%[[DY]], %{{.*}} : tensor<2x8x4x4xf32>, tensor<4x8x1x1xf32>)
 // GPU-SAME:      outs(%{{.*}} : tensor<2x4x4x4xf32>)
-// GPU:         tensor.insert_slice {{.*}}[0, 0, 0, 0] [2, 4, 4, 4] [1, 1, 2, 2] : tensor<2x4x4x4xf32> into tensor<2x4x8x8xf32>
 // GPU:           arith.truncf {{.*}} : f32 to f16
+// GPU:         tensor.insert_slice {{.*}}[0, 0, 0, 0] [2, 4, 4, 4] [1, 1, 2, 2] : tensor<2x4x4x4xf16> into tensor<2x4x8x8xf16>
 // GPU-NOT:     linalg.generic {{.*}}reduction
 // GPU:         return
 

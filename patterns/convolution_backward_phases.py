@@ -27,7 +27,6 @@ than the weave; on the CPU it is a named matmul between transposes
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 import os
@@ -361,11 +360,11 @@ def computes_in_f32(spec: ConvBackwardSpec, form: str) -> bool:
 
 
 def _in_f32(build: gradients.GradInputBuilder) -> gradients.GradInputBuilder:
-    """`build` on grad_output and weight widened to f32, its result rounded
-    back to the spec's dtype."""
+    """`build` on grad_output and weight widened to f32. The forms round to
+    the spec's dtype where they write grad_input (the weave, or the phase
+    inserted with stride), so grad_input is never held in f32."""
     def build_in_f32(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
         f32 = lb.element_type("f32")
-        dx = build(dataclasses.replace(spec, dtype="f32"), lb.convert(grad_output, f32), lb.convert(weight, f32))
-        return lb.convert(dx, lb.element_type(spec.dtype))
+        return build(spec, lb.convert(grad_output, f32), lb.convert(weight, f32))
 
     return build_in_f32

@@ -79,14 +79,17 @@ def test_gpu_half_precision_phases_run_in_f32(dtype, kernel, padding, groups, ch
         assert operand_types == ({"f32"} if widened else {name}), (target, form, operand_types)
 
 
-@pytest.mark.parametrize("kernel, padding, groups", [(3, 1, 1), (1, 0, 4)])
-def test_gpu_lowering_of_half_precision_phases_is_right_on_the_cpu(kernel, padding, groups, monkeypatch):
-    """The IR a GPU target gets for f16 per-phase (widened to f32, rounded
-    at the end), compiled for the CPU, against eager float64: the IR is
-    right whatever a GPU's code generation does with it."""
+@pytest.mark.parametrize("kernel, padding, groups, form", [
+    (3, 1, 1, "auto"), (1, 0, 4, "auto"), (3, 1, 1, "sub-pixel"),
+])
+def test_gpu_lowering_of_half_precision_phases_is_right_on_the_cpu(kernel, padding, groups, form, monkeypatch):
+    """The IR a GPU target gets for f16 per-phase and sub-pixel (operands
+    widened to f32, grad_input rounded where it is written), compiled for
+    the CPU, against eager float64: the IR is right whatever a GPU's code
+    generation does with it."""
     from iree_bwdconv import pipeline, reference, runtime
 
-    monkeypatch.delenv(phases.FORM_VARIABLE, raising=False)
+    monkeypatch.setenv(phases.FORM_VARIABLE, form)
     generator = torch.Generator().manual_seed(0)
     out = geometry.conv_output_size(15, kernel, 2, padding, 1)
     dy = torch.randn(2, 32, out, out, generator=generator).half()
