@@ -88,7 +88,7 @@ def taps_first_per_image(
     614 on the H100 (its matmul 36); the whole layer ran 1.6x-2.8x faster
     on 5 of 7 narrow layers, the same on the other two."""
     groups, c_in = spec.groups, spec.in_channels // spec.groups
-    sizes = geometry.widened_last_length([size for _, size in spans], 1, GPU_IMAGE_COLUMNS, GPU_MAX_COLUMN_GROWTH)
+    sizes = geometry.widened_last_length([size for _, size in spans], GPU_IMAGE_COLUMNS, GPU_MAX_COLUMN_GROWTH)
     spans = [(start, size) for (start, _), size in zip(spans, sizes)]
     window = _span_window(spec, grad_output, spans)  # [n, g, f, u]
     taps = _reversed_taps(spec, weight)  # [g, m, f]

@@ -357,12 +357,10 @@ def padded_taps(channels: int, kernel: Sequence[int], multiple: int, max_growth:
     return min(fits, key=lambda w: (math.prod(w), w), default=kernel)
 
 
-def widened_last_length(
-    lengths: Sequence[int], images: int, multiple: int, max_growth: float = math.inf
-) -> tuple[int, ...]:
-    """`lengths` with the last one widened the least so that
-    `images * prod(lengths)` is a multiple of `multiple`; `lengths` as they
-    are where that would grow the last one more than `max_growth` times."""
-    step = multiple // math.gcd(images * math.prod(lengths[:-1]), multiple)
+def widened_last_length(lengths: Sequence[int], multiple: int, max_growth: float = math.inf) -> tuple[int, ...]:
+    """`lengths` with the last one widened the least so that `prod(lengths)`
+    is a multiple of `multiple`; `lengths` as they are where that would grow
+    the last one more than `max_growth` times."""
+    step = multiple // math.gcd(math.prod(lengths[:-1]), multiple)
     last = _ceil_div(lengths[-1], step) * step
     return (*lengths[:-1], last) if last <= lengths[-1] * max_growth else tuple(lengths)

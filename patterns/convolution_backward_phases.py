@@ -352,10 +352,10 @@ def computes_in_f32(spec: ConvBackwardSpec, form: str) -> bool:
     stride-2 c64 layer, a grouped 1x1 stride-2 layer and the g32 layer,
     whose 1-tap phase read out of bounds under compute-sanitizer), while
     the same IR was right compiled for the CPU and right on the H100 in
-    f32 (`benchmarks/gpu_check.py`, docs/performance.md "Numbers on the
-    H100"). The sub-pixel form was not checked. gfx942's code comes from
-    the same IREE pipeline, so it is treated alike. col2im and the direct
-    form were right in f16 on every layer checked and keep it."""
+    f32 (`benchmarks/gpu_check.py`, docs/performance.md "Read first").
+    The sub-pixel form was not checked. gfx942's code comes from the same
+    IREE pipeline, so it is treated alike. col2im and the direct form were
+    right in f16 on every layer checked and keep it."""
     return targets.current() != "cpu" and spec.dtype in ("f16", "bf16") and form in ("per-phase", "sub-pixel")
 
 

@@ -284,17 +284,15 @@ def test_padded_taps_is_the_smallest_window_that_divides(rank: int) -> None:
 
 def test_widened_last_length_is_the_least_that_divides() -> None:
     """Against counting up from the last length: the first that makes
-    `images * prod` a multiple, the other lengths untouched; nothing
-    widened beyond the growth."""
-    for images in (1, 2, 3, 8, 32):
-        for lengths in ((5,), (113, 113), (471, 726), (3, 4, 7), (64, 1)):
-            for multiple in (1, 4, 64, 128):
-                last = next(n for n in itertools.count(lengths[-1])
-                            if images * math.prod(lengths[:-1]) * n % multiple == 0)
-                assert geometry.widened_last_length(lengths, images, multiple) == (*lengths[:-1], last)
-                for growth in (1.0, 1.25, 2.0):
-                    got = geometry.widened_last_length(lengths, images, multiple, growth)
-                    assert got == ((*lengths[:-1], last) if last <= lengths[-1] * growth else lengths)
+    `prod` a multiple, the other lengths untouched; nothing widened beyond
+    the growth."""
+    for lengths in ((5,), (113, 113), (471, 726), (3, 4, 7), (64, 1), (2, 3, 5), (8, 17)):
+        for multiple in (1, 4, 64, 128):
+            last = next(n for n in itertools.count(lengths[-1]) if math.prod(lengths[:-1]) * n % multiple == 0)
+            assert geometry.widened_last_length(lengths, multiple) == (*lengths[:-1], last)
+            for growth in (1.0, 1.25, 2.0):
+                got = geometry.widened_last_length(lengths, multiple, growth)
+                assert got == ((*lengths[:-1], last) if last <= lengths[-1] * growth else lengths)
 
 
 def test_live_spans_hold_every_live_window() -> None:
