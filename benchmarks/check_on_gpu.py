@@ -1,13 +1,15 @@
 """Runs on the GPU machine: each case of `gpu_check.py` on random inputs,
-against torch's float64 convolution_backward on CUDA; with `memcheck`,
-under compute-sanitizer too. Needs only python3, torch and
-iree-base-runtime.
+against torch's float64 result on CUDA (convolution_backward, or the
+convolution for forward cases); with `memcheck`, under compute-sanitizer
+too. Needs only python3, torch and iree-base-runtime.
 
-    python3 benchmarks/check_on_gpu.py FOLDER [memcheck]
+    python3 benchmarks/check_on_gpu.py FOLDER [memcheck] [repeat N]
 
-Prints, per case, the largest error of grad_input and grad_weight over the
-largest magnitude of the reference (about 1e-3 or less is f16 rounding;
-the e2e suite's bound per element is in iree_bwdconv/reference.py).
+Prints, per case, the largest error of each result over the largest
+magnitude of the reference (about 1e-3 or less is f16 rounding, 1e-2 bf16;
+the e2e suite's bound per element is in iree_bwdconv/reference.py), and
+last the cases with an error above 2e-2: those `gpu_check.KNOWN_WRONG`
+lists apart, the others after "FAILED".
 """
 
 import json
@@ -18,47 +20,78 @@ from pathlib import Path
 import numpy as np
 import torch
 
-_DTYPES = {"f32": torch.float32, "f16": torch.float16}
+_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+_BOUND = 2e-2
 
 
-def main(folder: Path, memcheck: bool) -> None:
+def _input_flag(tensor: torch.Tensor, name: str) -> str:
+    """numpy has no bf16: a bf16 tensor goes in as its raw bits."""
+    if tensor.dtype != torch.bfloat16:
+        np.save(f"/tmp/{name}.npy", tensor.numpy())
+        return f"--input=@/tmp/{name}.npy"
+    tensor.view(torch.int16).numpy().tofile(f"/tmp/{name}.bin")
+    return "--input=" + "x".join(map(str, tensor.shape)) + f"xbf16=@/tmp/{name}.bin"
+
+
+def _output(index: int, like: torch.Tensor) -> torch.Tensor:
+    if like.dtype != torch.bfloat16:
+        return torch.from_numpy(np.load(f"/tmp/out{index}.npy"))
+    bits = np.fromfile(f"/tmp/out{index}.bin", dtype=np.int16)
+    return torch.from_numpy(bits).view(torch.bfloat16).reshape(like.shape)
+
+
+def _reference(case: dict, dy: torch.Tensor, x: torch.Tensor, w: torch.Tensor) -> list[torch.Tensor]:
+    dy, x, w = (t.cuda().double() for t in (dy, x, w))
+    if case["kind"] == "forward":
+        return [torch.nn.functional.conv2d(x, w, None, case["stride"], case["padding"], 1, case["groups"])]
+    return list(torch.ops.aten.convolution_backward(dy, x, w, *case["arguments"])[:2])
+
+
+def check(folder: Path, case: dict, memcheck: bool) -> bool:
+    """Runs one case and prints its errors; whether they are within _BOUND."""
+    generator = torch.Generator().manual_seed(0)
+    dtype = _DTYPES[case["dtype"]]
+    dy, x, w = (torch.randn(case["shapes"][name], generator=generator).to(dtype) for name in ("dy", "x", "w"))
+    inputs = ((x, "x"), (w, "w")) if case["kind"] == "forward" else ((dy, "dy"), (x, "x"), (w, "w"))
+    results = (dy,) if case["kind"] == "forward" else (x, w)
+    suffix = "bin" if dtype == torch.bfloat16 else "npy"
+    command = [sys.executable, "-m", "iree._runtime.scripts.iree_run_module", "--device=cuda",
+               f"--module={folder / (case['name'] + '.vmfb')}", "--function=main",
+               *(_input_flag(tensor, name) for tensor, name in inputs),
+               *(f"--output=@/tmp/out{index}.{suffix}" for index in range(len(results)))]
+    if memcheck:
+        command = ["/usr/local/cuda/bin/compute-sanitizer", "--tool", "memcheck", "--print-limit", "2"] + command
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        print(case["name"], case["form"], "timeout (120 s)", flush=True)
+        return False
+    notes = [line.strip("= ") for line in (proc.stdout + proc.stderr).splitlines()
+             if "ERROR SUMMARY" in line or "Invalid" in line]
+    if proc.returncode:
+        print(case["name"], case["form"], "exit", proc.returncode, notes[:3], proc.stderr[-300:], flush=True)
+        return False
+    errors = []
+    for index, (like, reference) in enumerate(zip(results, _reference(case, dy, x, w))):
+        got = _output(index, like).cuda().double()
+        errors.append(float((got - reference).abs().max() / reference.abs().max()))
+    names = ("result",) if case["kind"] == "forward" else ("grad_input", "grad_weight")
+    print(case["name"], case["form"], " ".join(f"{n} {e:.2e}" for n, e in zip(names, errors)), notes[:2], flush=True)
+    return all(e <= _BOUND for e in errors) and not any("ERROR SUMMARY: 0" not in n for n in notes if "SUMMARY" in n)
+
+
+def main(folder: Path, memcheck: bool, repeat: int) -> None:
+    failed, known = [], []
     for case in json.loads((folder / "cases.json").read_text()):
-        generator = torch.Generator().manual_seed(0)
-        out = (case["hw"] + 2 * case["padding"] - case["kernel"]) // case["stride"] + 1
-        dtype = _DTYPES[case["dtype"]]
-        dy = torch.randn(case["n"], case["k"], out, out, generator=generator).to(dtype)
-        x = torch.randn(case["n"], case["c"], case["hw"], case["hw"], generator=generator).to(dtype)
-        w = torch.randn(case["k"], case["c"] // case["groups"], case["kernel"], case["kernel"],
-                        generator=generator).to(dtype)
-        flags = []
-        for tensor, name in ((dy, "dy"), (x, "x"), (w, "w")):
-            np.save(f"/tmp/{name}.npy", tensor.numpy())  # f32 or f16: numpy has no bf16
-            flags.append(f"--input=@/tmp/{name}.npy")
-        command = [sys.executable, "-m", "iree._runtime.scripts.iree_run_module", "--device=cuda",
-                   f"--module={folder / (case['name'] + '.vmfb')}", "--function=main", *flags,
-                   "--output=@/tmp/out0.npy", "--output=@/tmp/out1.npy"]
-        if memcheck:
-            command = ["/usr/local/cuda/bin/compute-sanitizer", "--tool", "memcheck", "--print-limit", "2"] + command
-        try:
-            proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
-        except subprocess.TimeoutExpired:
-            print(case["name"], case["form"], "timeout (120 s)", flush=True)
-            continue
-        notes = [line.strip("= ") for line in (proc.stdout + proc.stderr).splitlines()
-                 if "ERROR SUMMARY" in line or "Invalid" in line]
-        if proc.returncode:
-            print(case["name"], case["form"], "exit", proc.returncode, notes[:3], proc.stderr[-300:], flush=True)
-            continue
-        arguments = (None, [case["stride"]] * 2, [case["padding"]] * 2, [1, 1], False, [0, 0], case["groups"],
-                     [True, True, False])
-        reference = torch.ops.aten.convolution_backward(dy.cuda().double(), x.cuda().double(),
-                                                        w.cuda().double(), *arguments)
-        errors = []
-        for index in range(2):
-            got = torch.from_numpy(np.load(f"/tmp/out{index}.npy")).cuda().double()
-            errors.append(float((got - reference[index]).abs().max() / reference[index].abs().max()))
-        print(case["name"], case["form"], "grad_input %.2e grad_weight %.2e" % tuple(errors), notes[:2], flush=True)
+        for _ in range(repeat):
+            if not check(folder, case, memcheck):
+                (known if case.get("known_wrong") else failed).append(case["name"])
+    if known:
+        print("known wrong (gpu_check.KNOWN_WRONG), still wrong: " + " ".join(known))
+    print("FAILED: " + " ".join(failed) if failed else "all others within %.0e" % _BOUND)
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), sys.argv[2:] == ["memcheck"])
+    arguments = sys.argv[2:]
+    repeat = int(arguments[arguments.index("repeat") + 1]) if "repeat" in arguments else 1
+    main(Path(sys.argv[1]), "memcheck" in arguments, repeat)
