@@ -274,20 +274,18 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     (for measuring); docs/performance.md ("The form rule") has the
     measurements behind each branch.
 
-    GPU targets, kernels larger than 1x1: the direct form for grouped
-    convolutions (g32: 7.9 ms against per-phase's 12.8 on the H100 before
-    the phases shared one padded span; forced per-phase in f16 has since
-    aborted on an out-of-bounds read in IREE's code, and is not picked); col2im
-    for narrow ones (`NARROW_CHANNELS`), the fastest form on all 7 such
-    layers, 1.06x-2.1x ahead (ResNet-50's stem 0.88 ms against 1.8
-    per-phase and 5.6 direct); per-phase otherwise: fastest or within 2%
-    on 15 of 19 such layers, 1.08x-1.29x behind col2im on four, which no
-    line tried separates from the rest. Those per-phase timings were of
-    f16 code that computed wrong numbers (`computes_in_f32`); the f32
-    phases that replaced it have not been timed. (Until the phases shared
-    one padded span, the direct form was faster on layers with short
-    reductions, 3x3 c8 k32 and c32 k64; it now runs 1.7x slower there.)
-    1x1 kernels: per-phase, one GEMM on grad_output.
+    GPU targets: col2im for every ungrouped kernel; for grouped ones the
+    direct form, or per-phase where the kernel is 1x1. IREE 3.13's CUDA
+    code computes f16 convolutions with 1x1 taps wrongly (`one_tap_on_gpu`),
+    which rules out the per-phase form in f16 (its phases include 1x1
+    ones) and the direct form of 1x1 kernels; per-phase widened to f32
+    (`computes_in_f32`) ran 3x-130x slower than col2im on the H100, but is
+    the grouped 1x1 kernels' form: col2im's matmul of 8 channels per group
+    (1x1 g32) did not finish in 90 s. col2im
+    ran fastest of the right forms on every strided shape measured but the
+    g32 one (5x5 c128 1.5 ms against the direct form's 3.9; ResNet-50's
+    stem 0.88 against 5.7). Grouped 3x3 g32: the direct form (8.1 ms,
+    per-phase in f32 9.4).
     The sub-pixel form ran 1.3x to 16x slower than per-phase on 6 of 7
     shapes, so it is never picked; it is refused where the phases are not
     aligned (d/gcd(d, s) > 1).
@@ -296,7 +294,8 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     grouped ones keep the direct form, run group by group where the groups
     have 2+ channels (`group_split`; col2im per group ran 2x slower on the
     g32 shape). IREE 3.13's CPU code for the phases' own small convolutions
-    (2x1 taps: 3 GMAC/s) is slower than either.
+    (2x1 taps: 3 GMAC/s) is slower than either. A 1x1 kernel: per-phase,
+    one GEMM on grad_output.
     """
     forced = forced_form()
     if forced not in FORMS:
@@ -306,19 +305,24 @@ def choose_form(spec: ConvBackwardSpec) -> str:
         return "sub-pixel" if aligned else "per-phase"
     if forced != "auto":
         return forced
-    if all(k == 1 for k in spec.kernel):
+    one_tap = all(k == 1 for k in spec.kernel)
+    if targets.current() != "cpu":
+        if spec.groups == 1:
+            return "col2im"
+        return "per-phase" if one_tap else "direct"
+    if one_tap:
         return "per-phase"
-    if spec.groups > 1:
-        return "direct"
-    if targets.current() == "cpu" or spec.in_channels <= NARROW_CHANNELS:
-        return "col2im"
-    return "per-phase"
+    return "col2im" if spec.groups == 1 else "direct"
 
 
-# Ungrouped grad_input channels up to which GPU targets take col2im: the
-# phases' convolutions then produce a few channels each, which IREE's CUDA
-# code ran slowly (3x3 c3 k32 940x1450: 1.5 ms per-phase, 0.6 col2im).
-NARROW_CHANNELS = 4
+def one_tap_on_gpu(spec: ConvBackwardSpec) -> bool:
+    """A 1x1 kernel on a GPU target, which this pattern lowers at stride 1
+    too (col2im's matmul): on the H100 IREE 3.13's CUDA code computed the
+    convolution-shaped generic of a 1x1 kernel wrongly in f16 (largest
+    error 150% of the largest value at stride 1, 118% over a zero-inserted
+    grad_output), as it did the per-phase form's phases; col2im's matmul
+    was right (`benchmarks/gpu_check.py`)."""
+    return targets.current() != "cpu" and all(k == 1 for k in spec.kernel)
 
 
 def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
@@ -328,7 +332,7 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
         return why_not
     if spec.transposed:
         return "transposed=True: grad_input is already a strided convolution without zeros"
-    if all(s == 1 for s in spec.stride):
+    if all(s == 1 for s in spec.stride) and not one_tap_on_gpu(spec):
         return "stride 1 in every dim: there are no inserted zeros to avoid"
     if not spec.output_mask[0]:
         return "grad_input is not asked for"

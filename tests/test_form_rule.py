@@ -3,6 +3,8 @@ docs/performance.md measured it on: which form each target gets."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -22,12 +24,12 @@ def spec(channels: int, out_channels: int, kernel: int, stride: int, padding: in
     (3, 64, 7, 2, 3, 1, "col2im", "col2im"),       # ResNet-50's stem: narrow
     (3, 64, 5, 2, 2, 1, "col2im", "col2im"),
     (3, 32, 3, 2, 1, 1, "col2im", "col2im"),       # c3 k32 940x1450, MobileNet's stem
-    (16, 64, 7, 2, 3, 1, "per-phase", "col2im"),   # wider than NARROW_CHANNELS
-    (64, 64, 5, 2, 2, 1, "per-phase", "col2im"),
-    (128, 128, 3, 2, 1, 1, "per-phase", "col2im"),
-    (8, 32, 3, 2, 1, 1, "per-phase", "col2im"),    # short reductions: once direct's
-    (32, 64, 3, 2, 1, 1, "per-phase", "col2im"),
-    (3, 8, 1, 2, 0, 1, "per-phase", "per-phase"),  # a 1x1 kernel: one GEMM
+    (16, 64, 7, 2, 3, 1, "col2im", "col2im"),      # per-phase's on the GPU until its f16 was found wrong
+    (64, 64, 5, 2, 2, 1, "col2im", "col2im"),
+    (128, 128, 3, 2, 1, 1, "col2im", "col2im"),
+    (8, 32, 3, 2, 1, 1, "col2im", "col2im"),
+    (3, 8, 1, 2, 0, 1, "col2im", "per-phase"),     # a 1x1 kernel: one GEMM
+    (8, 8, 1, 2, 0, 4, "per-phase", "per-phase"),  # grouped 1x1: never the direct form on a GPU
     (8, 8, 3, 2, 1, 4, "direct", "direct"),        # grouped (on the CPU group by group)
     (8, 8, 3, 2, 1, 8, "direct", "direct"),        # depthwise
 ])
@@ -54,29 +56,59 @@ def _contraction_operand_types(mlir: str) -> set[str]:
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("kernel, padding, groups, channels", [
-    (3, 1, 1, 64),   # per-phase, four phases woven
-    (1, 0, 4, 64),   # a grouped 1x1 kernel: one phase inserted with stride
-    (3, 1, 1, 3),    # narrow: col2im, which keeps f16/bf16
+@pytest.mark.parametrize("kernel, padding, groups, form", [
+    (3, 1, 1, "per-phase"),  # four phases woven
+    (1, 0, 4, "per-phase"),  # a grouped 1x1 kernel: one phase inserted with stride
+    (3, 1, 1, "sub-pixel"),
+    (3, 1, 1, "auto"),       # col2im, which keeps f16/bf16
+    (1, 0, 4, "auto"),       # a grouped 1x1 kernel: per-phase on GPU targets
+    (1, 0, 1, "auto"),       # col2im
 ])
-def test_gpu_half_precision_phases_run_in_f32(dtype, kernel, padding, groups, channels, monkeypatch):
+def test_gpu_half_precision_phases_run_in_f32(dtype, kernel, padding, groups, form, monkeypatch):
     """IREE 3.13's CUDA code computed the per-phase form wrongly in f16 on the
-    H100 (`computes_in_f32`): on GPU targets its contractions read f32
-    operands; col2im's keep the spec's dtype, and so does every form on the CPU."""
-    monkeypatch.delenv(phases.FORM_VARIABLE, raising=False)
+    H100 (`computes_in_f32`): on GPU targets, forced, its contractions read
+    f32 operands; col2im's keep the spec's dtype, and so does every form on
+    the CPU."""
+    monkeypatch.setenv(phases.FORM_VARIABLE, form)
     out = geometry.conv_output_size(16, kernel, 2, padding, 1)
-    dy, x = torch.zeros(2, 64, out, out, dtype=dtype), torch.zeros(2, channels, 16, 16, dtype=dtype)
-    w = torch.zeros(64, channels // groups, kernel, kernel, dtype=dtype)
+    dy, x = torch.zeros(2, 64, out, out, dtype=dtype), torch.zeros(2, 64, 16, 16, dtype=dtype)
+    w = torch.zeros(64, 64 // groups, kernel, kernel, dtype=dtype)
     configuration = functional.spec_of(dy, x, w, None, [2, 2], [padding] * 2, [1, 1], False, [0, 0], groups,
                                        [True, False, False])
     name = {torch.float16: "f16", torch.bfloat16: "bf16"}[dtype]
     for target in ("cuda", "gfx942", "cpu"):
         with targets.lowering_for(target):
-            form = phases.choose_form(configuration)
-            widened = phases.computes_in_f32(configuration, form)
-        assert widened == (target != "cpu" and form == "per-phase")
+            chosen = phases.choose_form(configuration)
+            widened = phases.computes_in_f32(configuration, chosen)
+        assert widened == (target != "cpu" and chosen in ("per-phase", "sub-pixel"))
         operand_types = _contraction_operand_types(functional.lowered(configuration, target=target))
-        assert operand_types == ({"f32"} if widened else {name}), (target, form, operand_types)
+        assert operand_types == ({"f32"} if widened else {name}), (target, chosen, operand_types)
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+@pytest.mark.parametrize("groups", [1, 4])
+def test_gpu_one_tap_kernels_avoid_the_half_precision_convolution(stride, groups, monkeypatch):
+    """A 1x1 kernel on a GPU target, at stride 1 too (`one_tap_on_gpu`): IREE
+    3.13's CUDA code computed the convolution-shaped generic of a 1x1 kernel
+    wrongly in f16. Without groups it is col2im's matmul per image, which
+    reads the taps [g, c, f] and dy [n, g, f, positions]: no operand with
+    the spatial dims of a convolution; with groups, the per-phase
+    convolution in f32."""
+    monkeypatch.delenv(phases.FORM_VARIABLE, raising=False)
+    dy, x = torch.zeros(2, 64, 16 // stride, 16 // stride).half(), torch.zeros(2, 32, 16, 16).half()
+    w = torch.zeros(64, 32 // groups, 1, 1).half()
+    configuration = functional.spec_of(dy, x, w, None, [stride] * 2, [0, 0], [1, 1], False, [0, 0], groups,
+                                       [True, False, False])
+    mlir = functional.lowered(configuration, target="cuda")
+    contractions = [line for line in mlir.splitlines() if "linalg.generic" in line and "reduction" in line]
+    assert len(contractions) == 1, contractions
+    if groups > 1:
+        assert _contraction_operand_types(mlir) == {"f32"}
+        return
+    operands = re.findall(r"tensor<([0-9x]+)xf16>", contractions[0].split(" ins(", 1)[1].split(")", 1)[0])
+    taps, window = (sizes.split("x") for sizes in operands)
+    assert taps == [str(groups), str(32 // groups), str(64 // groups)], operands
+    assert window[:3] == ["2", str(groups), str(64 // groups)] and len(window) == 4, operands
 
 
 @pytest.mark.parametrize("kernel, padding, groups, form", [
