@@ -277,6 +277,9 @@ def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight:
     low, high = geometry.window_padding_nd(*window)
     dy = lb.pad_or_crop(grad_output, [0, 0, *low], [0, 0, *high])
     w = weight  # [C, F/G, *K]: already the filter layout, output channel first
+    if one_tap_half_on_gpu(spec):
+        f32 = lb.element_type("f32")
+        dy, w = lb.convert(dy, f32), lb.convert(w, f32)
     if groups > 1:
         dy, w = lb.expand_dim(dy, 1, (groups, f_out)), lb.expand_dim(weight, 0, (groups, c_in))
     channels = [groups, c_in] if groups > 1 else [c_in]
@@ -285,6 +288,15 @@ def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight:
     if groups > 1:
         acc = lb.collapse_dims(acc, 1)
     return lb.convert(acc, lb.element_type(spec.dtype))
+
+
+def one_tap_half_on_gpu(spec: ConvBackwardSpec) -> bool:
+    """An f16/bf16 1x1 kernel on a GPU target, whose convolution-shaped
+    generic IREE 3.13's CUDA code computed wrongly on the H100 (transposed
+    1x1 stride 2: largest error 132% of the largest value; right in f32,
+    `benchmarks/gpu_check.py`): computed in f32 instead."""
+    return (targets.current() != "cpu" and spec.dtype in ("f16", "bf16")
+            and all(k == 1 for k in spec.kernel))
 
 
 def zeros_like_input(spec: ConvBackwardSpec, grad_output: ir.Value) -> ir.Value:

@@ -158,3 +158,28 @@ func.func @declined_2d_k3_s1_p1_d1_g1_c16_f32(%arg0: !torch.vtensor<[2,16,8,8],f
   %2 = torch.aten.convolution %arg0, %arg1, %none, %0, %0, %0, %false, %1, %int1 : !torch.vtensor<[2,16,8,8],f32>, !torch.vtensor<[32,16,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[2,32,8,8],f32>
   return %2 : !torch.vtensor<[2,32,8,8],f32>
 }
+
+// -----
+
+// An f16 1x1 kernel on GPU targets: IREE 3.13's CUDA code computes
+// torch-mlir's named 1x1 convolution wrongly in f16, so this pattern lowers
+// it as on the CPU: a transpose and the named matmul [n*o, c] x [c, f],
+// accumulated in f32 and rounded once.
+// GPU-LABEL: func.func @conv_2d_k1x1_s1_p0_d1_g1_f16
+// GPU-NOT:     torch.aten.convolution
+// GPU:         linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<50x8xf16>, tensor<8x12xf16>) outs(%{{.*}} : tensor<50x12xf32>)
+// GPU:         arith.truncf {{.*}} : f32 to f16
+// GPU:         torch_c.from_builtin_tensor {{.*}} : tensor<2x12x5x5xf16>
+
+func.func @conv_2d_k1x1_s1_p0_d1_g1_f16(%arg0: !torch.vtensor<[2,8,5,5],f16>, %arg1: !torch.vtensor<[12,8,1,1],f16>) -> !torch.vtensor<[2,12,5,5],f16> {
+  %false = torch.constant.bool false
+  %none = torch.constant.none
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %0 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.aten.convolution %arg0, %arg1, %none, %0, %1, %2, %false, %3, %int1 : !torch.vtensor<[2,8,5,5],f16>, !torch.vtensor<[12,8,1,1],f16>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[2,12,5,5],f16>
+  return %4 : !torch.vtensor<[2,12,5,5],f16>
+}
