@@ -57,6 +57,8 @@ _LAYERS = (
     _layer("3x3_s2_c3", 2, 3, 32, 224, 3, 2, 1, 1, "auto"),
     _layer("3x3_s2_c256", 8, 256, 256, 50, 3, 2, 1, 1, "auto"),
     _layer("3x3_s2_c64_56_n32", 32, 64, 64, 56, 3, 2, 1, 1, "auto"),
+    _layer("1x1_s2_c256_56_n32", 32, 256, 512, 56, 1, 2, 0, 1, "auto"),  # ResNet-50's projection
+    _layer("7x7_s2_c3_224_n32", 32, 3, 64, 224, 7, 2, 3, 1, "auto"),     # and its stem
     _layer("3x3_s1_c64", 8, 64, 64, 28, 3, 1, 1, 1, "auto"),
     _layer("1x1_s1", 8, 64, 128, 28, 1, 1, 0, 1, "auto"),
     _layer("1x1_s1_g4", 8, 64, 128, 28, 1, 1, 0, 4, "auto"),
@@ -80,7 +82,6 @@ KNOWN_WRONG = {
     "1x1_s2_g4_direct_f16": "the direct form forced on a 1x1 kernel (never picked): IREE's f16 1x1 convolution",
     "3x3_s2_c64_f16": "grad_weight NaN (704 of 36864) beside col2im's grad_input; right alone, and beside the "
                       "direct or per-phase grad_input; not a race (the same with debug partitioning)",
-    "3x3_s2_c64_56_n32_f16": "grad_weight (split-K contraction) wrong by 125% alone too; right at stride 1",
     "upstream_1x1_s1_f16": "IREE's own lowering of torch's convolution_backward: both gradients wrong",
     "upstream_1x1_s2_f16": "IREE's own lowering of torch's convolution_backward: both gradients wrong",
 }

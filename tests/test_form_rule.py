@@ -134,3 +134,20 @@ def test_gpu_lowering_of_half_precision_phases_is_right_on_the_cpu(kernel, paddi
     grad_input = runtime.run(pipeline.iree_compile(mlir, "cpu"), [dy, x, w])[0]
     (comparison,) = reference.compare([grad_input, None, None], dy, x, w, arguments)
     assert comparison.ok, comparison
+
+
+@pytest.mark.parametrize("kernel, padding, channels, out_channels", [(3, 1, 64, 64), (1, 0, 256, 512), (7, 3, 3, 64)])
+def test_gpu_strided_half_precision_weight_gradients_take_im2col(kernel, padding, channels, out_channels):
+    """IREE 3.13's CUDA code computed the strided weight-gradient contraction
+    wrongly in f16 on these ResNet-50 layers (n32), which in f32 take it:
+    on GPU targets f16/bf16 take im2col + matmul (`grad_weight_by_im2col`)."""
+    from iree_bwdconv import gradients
+
+    out = geometry.conv_output_size(56, kernel, 2, padding, 1)
+    for dtype, gpu_im2col in ((torch.float32, False), (torch.float16, True), (torch.bfloat16, True)):
+        dy, x = torch.zeros(32, out_channels, out, out, dtype=dtype), torch.zeros(32, channels, 56, 56, dtype=dtype)
+        w = torch.zeros(out_channels, channels, kernel, kernel, dtype=dtype)
+        configuration = functional.spec_of(dy, x, w, None, [2, 2], [padding] * 2, [1, 1], False, [0, 0], 1,
+                                           [False, True, False])
+        with targets.lowering_for("cuda"):
+            assert gradients.grad_weight_by_im2col(configuration) == gpu_im2col, dtype
