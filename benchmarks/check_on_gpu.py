@@ -40,11 +40,12 @@ def _output(index: int, like: torch.Tensor) -> torch.Tensor:
     return torch.from_numpy(bits).view(torch.bfloat16).reshape(like.shape)
 
 
-def _reference(case: dict, dy: torch.Tensor, x: torch.Tensor, w: torch.Tensor) -> list[torch.Tensor]:
+def _reference(case: dict, dy: torch.Tensor, x: torch.Tensor, w: torch.Tensor) -> dict[str, torch.Tensor]:
     dy, x, w = (t.cuda().double() for t in (dy, x, w))
     if case["kind"] == "forward":
-        return [torch.nn.functional.conv2d(x, w, None, case["stride"], case["padding"], 1, case["groups"])]
-    return list(torch.ops.aten.convolution_backward(dy, x, w, *case["arguments"])[:2])
+        return {"result": torch.nn.functional.conv2d(x, w, None, case["stride"], case["padding"], 1, case["groups"])}
+    grad_input, grad_weight, _ = torch.ops.aten.convolution_backward(dy, x, w, *case["arguments"])
+    return {"grad_input": grad_input, "grad_weight": grad_weight}
 
 
 def check(folder: Path, case: dict, memcheck: bool) -> bool:
@@ -53,7 +54,8 @@ def check(folder: Path, case: dict, memcheck: bool) -> bool:
     dtype = _DTYPES[case["dtype"]]
     dy, x, w = (torch.randn(case["shapes"][name], generator=generator).to(dtype) for name in ("dy", "x", "w"))
     inputs = ((x, "x"), (w, "w")) if case["kind"] == "forward" else ((dy, "dy"), (x, "x"), (w, "w"))
-    results = (dy,) if case["kind"] == "forward" else (x, w)
+    names = case.get("results") or (["result"] if case["kind"] == "forward" else ["grad_input", "grad_weight"])
+    results = [{"grad_input": x, "grad_weight": w, "result": dy}[name] for name in names]
     suffix = "bin" if dtype == torch.bfloat16 else "npy"
     command = [sys.executable, "-m", "iree._runtime.scripts.iree_run_module", "--device=cuda",
                f"--module={folder / (case['name'] + '.vmfb')}", "--function=main",
@@ -72,10 +74,10 @@ def check(folder: Path, case: dict, memcheck: bool) -> bool:
         print(case["name"], case["form"], "exit", proc.returncode, notes[:3], proc.stderr[-300:], flush=True)
         return False
     errors = []
-    for index, (like, reference) in enumerate(zip(results, _reference(case, dy, x, w))):
+    references = _reference(case, dy, x, w)
+    for index, (like, name) in enumerate(zip(results, names)):
         got = _output(index, like).cuda().double()
-        errors.append(float((got - reference).abs().max() / reference.abs().max()))
-    names = ("result",) if case["kind"] == "forward" else ("grad_input", "grad_weight")
+        errors.append(float((got - references[name]).abs().max() / references[name].abs().max()))
     print(case["name"], case["form"], " ".join(f"{n} {e:.2e}" for n, e in zip(names, errors)), notes[:2], flush=True)
     return all(e <= _BOUND for e in errors) and not any("ERROR SUMMARY: 0" not in n for n in notes if "SUMMARY" in n)
 
