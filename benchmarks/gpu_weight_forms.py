@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Iterator
 
+import torch
+
 from iree_bwdconv import functional, gradients, pipeline
 
 from . import gpu_check
@@ -57,7 +59,7 @@ def prepare(folder: Path) -> None:
             case = gpu_check.Case(f"{name}_{form}", n, c, k, hw, (kernel, kernel), stride, padding, 1, form, "f16")
             shapes, arguments = gpu_check.shapes(case), gpu_check.arguments(case)
             arguments[-1] = [False, True, False]  # grad_weight only
-            tensors = {key: gpu_check.torch.zeros(size, dtype=gpu_check.torch.float16) for key, size in shapes.items()}
+            tensors = {key: torch.zeros(size, dtype=torch.float16) for key, size in shapes.items()}
             with _weight_form(form):
                 mlir = functional.lowered(functional.spec_of(tensors["dy"], tensors["x"], tensors["w"], *arguments),
                                           target="cuda")
