@@ -305,7 +305,7 @@ def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight:
         f32 = lb.element_type("f32")
         dy, w = lb.convert(dy, f32), lb.convert(w, f32)
     if groups > 1:
-        dy, w = lb.expand_dim(dy, 1, (groups, f_out)), lb.expand_dim(weight, 0, (groups, c_in))
+        dy, w = lb.expand_dim(dy, 1, (groups, f_out)), lb.expand_dim(w, 0, (groups, c_in))
     channels = [groups, c_in] if groups > 1 else [c_in]
     init = lb.zeros([_batch(grad_output), *channels, *spec.input_spatial], lb.element_type(ACCUMULATOR))
     acc = forms.conv(dy, w, init, spec.stride, spec.dilation)

@@ -316,13 +316,15 @@ def choose_form(spec: ConvBackwardSpec) -> str:
 
 
 def one_tap_on_gpu(spec: ConvBackwardSpec) -> bool:
-    """A 1x1 kernel on a GPU target, which this pattern lowers at stride 1
-    too (col2im's matmul): on the H100 IREE 3.13's CUDA code computed the
-    convolution-shaped generic of a 1x1 kernel wrongly in f16 (largest
-    error 150% of the largest value at stride 1, 118% over a zero-inserted
-    grad_output), as it did the per-phase form's phases; col2im's matmul
-    was right (`benchmarks/gpu_check.py`)."""
-    return targets.current() != "cpu" and all(k == 1 for k in spec.kernel)
+    """An f16/bf16 1x1 kernel on a GPU target, which this pattern lowers at
+    stride 1 too (col2im's matmul): on the H100 IREE 3.13's CUDA code
+    computed the convolution-shaped generic of a 1x1 kernel wrongly in f16
+    (largest error 150% of the largest value at stride 1, 118% over a
+    zero-inserted grad_output), as it did the per-phase form's phases;
+    col2im's matmul was right (`benchmarks/gpu_check.py`). In f32 that
+    generic was right, and stride 1 keeps the direct form."""
+    return (targets.current() != "cpu" and spec.dtype in ("f16", "bf16")
+            and all(k == 1 for k in spec.kernel))
 
 
 def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:

@@ -151,3 +151,16 @@ def test_gpu_strided_half_precision_weight_gradients_take_im2col(kernel, padding
                                            [False, True, False])
         with targets.lowering_for("cuda"):
             assert gradients.grad_weight_by_im2col(configuration) == gpu_im2col, dtype
+
+
+def test_gpu_one_tap_kernels_keep_the_direct_form_in_f32():
+    """In f32 IREE's code for the 1x1 convolution-shaped generic was right:
+    a stride-1 f32 1x1 kernel keeps the direct form on GPU targets, as on the CPU."""
+    dy, x, w = torch.zeros(2, 64, 16, 16), torch.zeros(2, 32, 16, 16), torch.zeros(64, 32, 1, 1)
+    for dtype, taken in ((torch.float32, False), (torch.float16, True), (torch.bfloat16, True)):
+        configuration = functional.spec_of(dy.to(dtype), x.to(dtype), w.to(dtype), None, [1, 1], [0, 0], [1, 1],
+                                           False, [0, 0], 1, [True, False, False])
+        with targets.lowering_for("cuda"):
+            assert phases.one_tap_on_gpu(configuration) == taken, dtype
+        with targets.lowering_for("cpu"):
+            assert not phases.one_tap_on_gpu(configuration)
