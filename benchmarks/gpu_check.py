@@ -11,17 +11,16 @@ GPU, so this is how the GPU's code is checked.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import sys
 from pathlib import Path
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 import torch
 
-import patterns.convolution_backward_phases as phases
 from iree_bwdconv import functional, geometry, lowering, pipeline
+
+from . import modules
 
 
 class Case(NamedTuple):
@@ -117,20 +116,6 @@ class _Forward(torch.nn.Module):
         return torch.nn.functional.conv2d(x, w, None, self.case.stride, self.case.padding, 1, self.case.groups)
 
 
-@contextlib.contextmanager
-def _form(form: str) -> Iterator[None]:
-    saved = os.environ.get(phases.FORM_VARIABLE)
-    os.environ[phases.FORM_VARIABLE] = form
-    functional.clear_cache()
-    try:
-        yield
-    finally:
-        os.environ.pop(phases.FORM_VARIABLE)
-        if saved is not None:
-            os.environ[phases.FORM_VARIABLE] = saved
-        functional.clear_cache()
-
-
 def _mlir(case: Case) -> str:
     dtype = _DTYPES[case.dtype]
     tensors = {name: torch.zeros(size, dtype=dtype) for name, size in shapes(case).items()}
@@ -139,7 +124,7 @@ def _mlir(case: Case) -> str:
     spec = functional.spec_of(tensors["dy"], tensors["x"], tensors["w"], *arguments(case))
     if case.kind == "upstream":
         return str(lowering.import_module(functional.ConvolutionBackward(spec, None), *tensors.values()))
-    with _form(case.form):
+    with modules.forced_form(case.form):
         return functional.lowered(spec, target="cuda")
 
 

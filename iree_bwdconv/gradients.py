@@ -12,7 +12,7 @@ o/i (output/input spatial), k (kernel taps).
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from torch_mlir import ir
 
@@ -99,14 +99,13 @@ def grad_weight_by_im2col(spec: ConvBackwardSpec) -> bool:
     which take the split im2col matmul."""
     if targets.current() == "cpu" or spec.groups > 1:
         return True  # grouped: the contraction did not finish a 45 s benchmark (3x3 g32 c256 200x200)
-    if spec.dtype in ("f16", "bf16") and any(s > 1 for s in spec.stride):
+    if targets.half_precision_on_gpu(spec.dtype) and any(s > 1 for s in spec.stride):
         # IREE 3.13's CUDA code computed the strided contraction wrongly in
         # f16 on the H100 (largest error 125%-149% of the largest value on
         # ResNet-50's 3x3 c64 and 1x1 c256 stride-2 layers, its stem and a
         # 1x1 c64 n8 layer; right on c128/c256 3x3), where im2col + matmul
-        # was right on all nine shapes checked (`benchmarks/gpu_check.py` has
-        # three of them), in 0.7x-2.1x the contraction's time
-        # (docs/performance.md).
+        # was right on all nine shapes checked, in 0.7x-2.1x the
+        # contraction's time (`benchmarks/gpu_weight_forms.py`).
         return True
     weight = math.prod(spec.weight_shape)
     split = image_split(spec)
@@ -301,7 +300,7 @@ def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight:
     low, high = geometry.window_padding_nd(*window)
     dy = lb.pad_or_crop(grad_output, [0, 0, *low], [0, 0, *high])
     w = weight  # [C, F/G, *K]: already the filter layout, output channel first
-    if one_tap_half_on_gpu(spec):
+    if one_tap_half_on_gpu(spec.dtype, spec.kernel):
         f32 = lb.element_type("f32")
         dy, w = lb.convert(dy, f32), lb.convert(w, f32)
     if groups > 1:
@@ -314,13 +313,15 @@ def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight:
     return lb.convert(acc, lb.element_type(spec.dtype))
 
 
-def one_tap_half_on_gpu(spec: ConvBackwardSpec) -> bool:
-    """An f16/bf16 1x1 kernel on a GPU target, whose convolution-shaped
-    generic IREE 3.13's CUDA code computed wrongly on the H100 (transposed
-    1x1 stride 2: largest error 132% of the largest value; right in f32,
-    `benchmarks/gpu_check.py`): computed in f32 instead."""
-    return (targets.current() != "cpu" and spec.dtype in ("f16", "bf16")
-            and all(k == 1 for k in spec.kernel))
+def one_tap_half_on_gpu(dtype: str, kernel: Sequence[int]) -> bool:
+    """An f16/bf16 1x1 kernel on a GPU target: IREE 3.13's CUDA code
+    computed the convolution-shaped generic of a 1x1 kernel wrongly in f16
+    on the H100 (largest error 118%-150% of the largest value: the direct
+    form at stride 1 and over a zero-inserted dy, the transposed
+    convolution's grad_input, torch-mlir's named forward convolution), and
+    right in f32 (`benchmarks/gpu_check.py`). The patterns lower it in
+    another form (col2im's matmul, the forward's im2col matmul) or in f32."""
+    return targets.half_precision_on_gpu(dtype) and all(k == 1 for k in kernel)
 
 
 def zeros_like_input(spec: ConvBackwardSpec, grad_output: ir.Value) -> ir.Value:

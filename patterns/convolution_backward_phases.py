@@ -276,7 +276,8 @@ def choose_form(spec: ConvBackwardSpec) -> str:
 
     GPU targets: col2im for every ungrouped kernel; for grouped ones the
     direct form, or per-phase where the kernel is 1x1. IREE 3.13's CUDA
-    code computes f16 convolutions with 1x1 taps wrongly (`one_tap_on_gpu`),
+    code computes f16 convolutions with 1x1 taps wrongly
+    (`gradients.one_tap_half_on_gpu`; this pattern takes them at stride 1 too),
     which rules out the per-phase form in f16 (its phases include 1x1
     ones) and the direct form of 1x1 kernels; per-phase widened to f32
     (`computes_in_f32`) ran 3x-130x slower than col2im on the H100, but is
@@ -315,18 +316,6 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     return "col2im" if spec.groups == 1 else "direct"
 
 
-def one_tap_on_gpu(spec: ConvBackwardSpec) -> bool:
-    """An f16/bf16 1x1 kernel on a GPU target, which this pattern lowers at
-    stride 1 too (col2im's matmul): on the H100 IREE 3.13's CUDA code
-    computed the convolution-shaped generic of a 1x1 kernel wrongly in f16
-    (largest error 150% of the largest value at stride 1, 118% over a
-    zero-inserted grad_output), as it did the per-phase form's phases;
-    col2im's matmul was right (`benchmarks/gpu_check.py`). In f32 that
-    generic was right, and stride 1 keeps the direct form."""
-    return (targets.current() != "cpu" and spec.dtype in ("f16", "bf16")
-            and all(k == 1 for k in spec.kernel))
-
-
 def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
     """Replace the op; return None when rewritten, else the reason it was not."""
     spec, why_not = gradients.check_convolution_backward(op)
@@ -334,7 +323,7 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
         return why_not
     if spec.transposed:
         return "transposed=True: grad_input is already a strided convolution without zeros"
-    if all(s == 1 for s in spec.stride) and not one_tap_on_gpu(spec):
+    if all(s == 1 for s in spec.stride) and not gradients.one_tap_half_on_gpu(spec.dtype, spec.kernel):
         return "stride 1 in every dim: there are no inserted zeros to avoid"
     if not spec.output_mask[0]:
         return "grad_input is not asked for"
@@ -362,7 +351,7 @@ def computes_in_f32(spec: ConvBackwardSpec, form: str) -> bool:
     The sub-pixel form was not checked. gfx942's code comes from the same
     IREE pipeline, so it is treated alike. col2im and the direct form were
     right in f16 on every layer checked and keep it."""
-    return targets.current() != "cpu" and spec.dtype in ("f16", "bf16") and form in ("per-phase", "sub-pixel")
+    return targets.half_precision_on_gpu(spec.dtype) and form in ("per-phase", "sub-pixel")
 
 
 def _in_f32(build: gradients.GradInputBuilder) -> gradients.GradInputBuilder:

@@ -86,7 +86,7 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
         dilations = torch_ir.constant_list(dilation, "dilation", torch_ir.constant_int)
     except torch_ir.PatternMismatch as err:
         return str(err)
-    if targets.current() != "cpu" and not (all(k == 1 for k in kernel) and dtype in ("f16", "bf16")):
+    if targets.current() != "cpu" and not gradients.one_tap_half_on_gpu(dtype, kernel):
         return f"target {targets.current()}: torch-mlir's lowering keeps it (all but f16/bf16 1x1 kernels)"
     if groups_ > 1 and not group_split.applies(groups_, c):
         return (f"groups={groups_} with {c} input channels: depthwise, which IREE recognizes; split only "

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import iree_bwdconv.patterns.convolution_backward_phases as phases
-from iree_bwdconv import functional, geometry, targets
+from iree_bwdconv import functional, geometry, gradients, targets
 
 
 def spec(channels: int, out_channels: int, kernel: int, stride: int, padding: int, size: int = 32, groups: int = 1):
@@ -88,7 +88,7 @@ def test_gpu_half_precision_phases_run_in_f32(dtype, kernel, padding, groups, fo
 @pytest.mark.parametrize("stride", [1, 2])
 @pytest.mark.parametrize("groups", [1, 4])
 def test_gpu_one_tap_kernels_avoid_the_half_precision_convolution(stride, groups, monkeypatch):
-    """A 1x1 kernel on a GPU target, at stride 1 too (`one_tap_on_gpu`): IREE
+    """A 1x1 kernel on a GPU target, at stride 1 too (`gradients.one_tap_half_on_gpu`): IREE
     3.13's CUDA code computed the convolution-shaped generic of a 1x1 kernel
     wrongly in f16. Without groups it is col2im's matmul per image, which
     reads the taps [g, c, f] and dy [n, g, f, positions]: no operand with
@@ -141,8 +141,6 @@ def test_gpu_strided_half_precision_weight_gradients_take_im2col(kernel, padding
     """IREE 3.13's CUDA code computed the strided weight-gradient contraction
     wrongly in f16 on these ResNet-50 layers (n32), which in f32 take it:
     on GPU targets f16/bf16 take im2col + matmul (`grad_weight_by_im2col`)."""
-    from iree_bwdconv import gradients
-
     out = geometry.conv_output_size(56, kernel, 2, padding, 1)
     for dtype, gpu_im2col in ((torch.float32, False), (torch.float16, True), (torch.bfloat16, True)):
         dy, x = torch.zeros(32, out_channels, out, out, dtype=dtype), torch.zeros(32, channels, 56, 56, dtype=dtype)
@@ -155,12 +153,16 @@ def test_gpu_strided_half_precision_weight_gradients_take_im2col(kernel, padding
 
 def test_gpu_one_tap_kernels_keep_the_direct_form_in_f32():
     """In f32 IREE's code for the 1x1 convolution-shaped generic was right:
-    a stride-1 f32 1x1 kernel keeps the direct form on GPU targets, as on the CPU."""
+    a stride-1 f32 1x1 kernel keeps the direct form on GPU targets (a
+    reduction over f, kh, kw), f16/bf16 take col2im's matmul (over f alone)."""
     dy, x, w = torch.zeros(2, 64, 16, 16), torch.zeros(2, 32, 16, 16), torch.zeros(64, 32, 1, 1)
     for dtype, taken in ((torch.float32, False), (torch.float16, True), (torch.bfloat16, True)):
         configuration = functional.spec_of(dy.to(dtype), x.to(dtype), w.to(dtype), None, [1, 1], [0, 0], [1, 1],
                                            False, [0, 0], 1, [True, False, False])
         with targets.lowering_for("cuda"):
-            assert phases.one_tap_on_gpu(configuration) == taken, dtype
+            assert gradients.one_tap_half_on_gpu(configuration.dtype, configuration.kernel) == taken, dtype
+        mlir = functional.lowered(configuration, target="cuda")
+        (contraction,) = [line for line in mlir.splitlines() if "linalg.generic" in line and "reduction" in line]
+        assert contraction.count('"reduction"') == (1 if taken else 3), (dtype, contraction)
         with targets.lowering_for("cpu"):
-            assert not phases.one_tap_on_gpu(configuration)
+            assert not gradients.one_tap_half_on_gpu(configuration.dtype, configuration.kernel)
