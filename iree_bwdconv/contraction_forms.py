@@ -62,6 +62,31 @@ def matmul(lhs: ir.Value, rhs: ir.Value, init: ir.Value, named: bool = False) ->
     return lb.contraction(lhs, rhs, init, maps, [PARALLEL] * (batch + 2) + [REDUCTION])
 
 
+def weight_first_gemm(taps: ir.Value, source: ir.Value, init: ir.Value) -> ir.Value:
+    """`init[n,(g,)c,o...] += taps[(g,)c,f] * source[n,(g,)f,o...]`: a 1x1
+    kernel's contraction as a GEMM per image whose first operand is the
+    row-major weight [(g,) c, f] (rows c, reduction f innermost) and whose
+    positions o stay grad_output's own layout. Loop dims n, (g,) c, o..., f.
+
+    The operand order is what IREE 3.13's CUDA code needs: the same GEMM
+    with grad_output as the first operand (the positions innermost in the
+    first operand, as in every convolution-shaped generic) computed f16 and
+    bf16 wrongly on the H100 (largest error 1.2-1.5 times the largest
+    value, eight 1x1 layers), and right with the weight first
+    (docs/performance.md, "Read first")."""
+    lead = ir.RankedTensorType(taps.type).rank - 1  # 1, or 2 with a group dim
+    r = ir.RankedTensorType(source.type).rank - 1 - lead
+    num = lead + 2 + r
+    n, *rest = lb.dims(num)
+    groups, c, o, f = rest[: lead - 1], rest[lead - 1], rest[lead : lead + r], rest[lead + r]
+    maps = [
+        lb.affine_map(num, [*groups, c, f]),
+        lb.affine_map(num, [n, *groups, f, *o]),
+        lb.affine_map(num, [n, *groups, c, *o]),
+    ]
+    return lb.contraction(taps, source, init, maps, [PARALLEL] * (num - 1) + [REDUCTION])
+
+
 def im2col_matmul(
     source: ir.Value, filter_: ir.Value, dilations: Sequence[int], acc: ir.Type,
     strides: Optional[Sequence[int]] = None, output_channels_first: bool = False,

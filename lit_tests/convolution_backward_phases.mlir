@@ -103,7 +103,7 @@ func.func @grad_input_2d_s2_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,4,4],f32>, %
 // 1x1 stride 2: one contraction (a GEMM) on grad_output as it is (no pad,
 // no tap gather, no flip). On the CPU the named matmul between transposes
 // of grad_output and of its result, woven with zeros into grad_input by one
-// elementwise op; on GPU targets a convolution-shaped GEMM whose result
+// elementwise op; on GPU targets a GEMM with the weight first whose result
 // is inserted with stride 2 into zeros.
 // CHECK-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16
 // CHECK-NOT:     tensor.pad
@@ -117,19 +117,17 @@ func.func @grad_input_2d_s2_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,4,4],f32>, %
 // CHECK-NOT:     tensor.insert_slice
 // CHECK-NOT:     linalg.generic {{.*}}reduction
 
-// On GPU targets the phases of an f16 convolution run in f32 (IREE 3.13's
-// CUDA code computed them wrongly in f16): grad_output and the weight are
-// widened, and the GEMM's result is rounded to f16 and inserted with
-// stride 2 into zeros.
+// On GPU targets the GEMM reads the weight first, transposed to [c, f] and
+// marked to be kept so (IREE 3.13's CUDA code computed the GEMM with dy
+// first wrongly in f16), then grad_output as it is, in f16; its result is
+// rounded to f16 and inserted with stride 2 into zeros.
 // GPU-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16
 // GPU-NOT:     tensor.pad
 // GPU-NOT:     tensor.extract
-// GPU:         %[[DY:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<2x8x4x4xf16>) outs(%{{.*}} : tensor<2x8x4x4xf32>)
-// GPU:           arith.extf {{.*}} : f16 to f32
-// GPU:         linalg.generic {{.*}} ins(%{{.*}} : tensor<8x4x1x1xf16>) outs(%{{.*}} : tensor<8x4x1x1xf32>)
-// GPU:           arith.extf {{.*}} : f16 to f32
+// GPU-NOT:     f16 to f32
+// GPU:         %[[WT:.*]] = tensor.collapse_shape {{.*}} {iree_bwdconv.materialize} : tensor<1x4x8xf16> into tensor<4x8xf16>
 // GPU:         linalg.generic {{.*}}reduction
-// GPU-SAME:      ins(%[[DY]], %{{.*}} : tensor<2x8x4x4xf32>, tensor<4x8x1x1xf32>)
+// GPU-SAME:      ins(%[[WT]], %{{.*}} : tensor<4x8xf16>, tensor<2x8x4x4xf16>)
 // GPU-SAME:      outs(%{{.*}} : tensor<2x4x4x4xf32>)
 // GPU:           arith.truncf {{.*}} : f32 to f16
 // GPU:         tensor.insert_slice {{.*}}[0, 0, 0, 0] [2, 4, 4, 4] [1, 1, 2, 2] : tensor<2x4x4x4xf16> into tensor<2x4x8x8xf16>

@@ -37,7 +37,7 @@ from torch_mlir.dialects import arith, linalg, tensor
 from torch_mlir.rewrite import PatternRewriter
 
 from iree_bwdconv import contraction_forms as forms
-from iree_bwdconv import col2im, geometry, gradients, targets
+from iree_bwdconv import barriers, col2im, geometry, gradients, targets
 from iree_bwdconv import linalg_builders as lb
 from iree_bwdconv.linalg_builders import PARALLEL, REDUCTION
 from iree_bwdconv.spec import ConvBackwardSpec
@@ -106,6 +106,37 @@ def _one_matmul_applies(spec: ConvBackwardSpec) -> bool:
     return all(k == 1 for k in spec.kernel) and spec.groups == 1 and targets.current() == "cpu"
 
 
+def _weight_first_applies(spec: ConvBackwardSpec) -> bool:
+    """A 1x1 kernel on a GPU target: its one phase is
+    `contraction_forms.weight_first_gemm`, the operand order IREE 3.13's
+    CUDA code computes right in f16 (the convolution-shaped contraction it
+    computed wrongly)."""
+    return all(k == 1 for k in spec.kernel) and targets.current() != "cpu"
+
+
+def _weight_first_part(spec: ConvBackwardSpec, window: ir.Value, weight: ir.Value, rows: list[int]) -> ir.Value:
+    """dx_r[n,(g,)c,q] = sum_f w[(g,)f,c] * window[n,(g,)f,q] in f32, for a
+    1x1 kernel's one phase. The weight goes row-major, [(g,) c, f], and is
+    kept so (`barriers.mark`): folded back into the GEMM's map, IREE tiled
+    it by 8 positions. At stride 1 the phase is all of grad_input and its
+    positions are one dim (tiles of 64 of them; 1 x 32 of 25 x 25 kept
+    apart); with a stride they stay apart so that IREE fuses the strided
+    insert of the result into the GEMM's dispatch (its own copy of the
+    result otherwise: 2.2 ms against 1.9 on n32 c1024 k2048 50x50)."""
+    r, groups = spec.spatial_rank, spec.groups
+    taps = forms.transpose(forms.collapse_range(weight, 2, 3 + r), [0, 2, 1])  # [g, c, f]
+    if groups == 1:
+        taps = lb.collapse_dims(taps, 0)
+    taps = barriers.mark(taps)
+    lead = ir.RankedTensorType(window.type).rank - r
+    flat = all(s == 1 for s in spec.stride)
+    source = forms.collapse_range(window, lead, lead + r) if flat else window
+    out_sizes = lb.sizes_of(source)
+    out_sizes[lead - 1] = spec.in_channels // groups
+    part = forms.weight_first_gemm(taps, source, lb.zeros(out_sizes, lb.element_type(gradients.ACCUMULATOR)))
+    return forms.expand_trailing(part, rows) if flat else part
+
+
 def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
     """Every live phase over the whole position grid, woven into it by one
     elementwise op; a single live phase is inserted with stride into a zero
@@ -133,7 +164,10 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
         (phases,) = live
         counts = [ph.count for ph in phases]
         window = lb.window(dy, [ph.grid_window(ph.count, ph.first_q) for ph in phases])
-        part = _phase_contraction(spec, window, w, phases, counts)
+        if _weight_first_applies(spec):
+            part = _weight_first_part(spec, window, w, counts)
+        else:
+            part = _phase_contraction(spec, window, w, phases, counts)
         dx = lb.zeros(lb.sizes_of(part)[:lead] + list(spec.input_spatial), dtype)
         offsets = [ph.first_q * s + ph.residue - p for ph, s, p in zip(phases, spec.stride, spec.padding)]
         dx = lb.insert_strided(lb.convert(part, dtype), dx, [0] * lead + offsets, [1] * lead + list(spec.stride))
@@ -274,15 +308,15 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     (for measuring); docs/performance.md ("The form rule") has the
     measurements behind each branch.
 
-    GPU targets: col2im for every ungrouped kernel; for grouped ones the
-    direct form, or per-phase where the kernel is 1x1. IREE 3.13's CUDA
-    code computes f16 convolutions with 1x1 taps wrongly
-    (`gradients.one_tap_half_on_gpu`; this pattern takes them at stride 1 too),
-    which rules out the per-phase form in f16 (its phases include 1x1
-    ones) and the direct form of 1x1 kernels; per-phase widened to f32
-    (`computes_in_f32`) ran 3x-130x slower than col2im on the H100, but is
-    the grouped 1x1 kernels' form: col2im's matmul of 8 channels per group
-    (1x1 g32) did not finish in 90 s. col2im
+    GPU targets: a 1x1 kernel, grouped or not, takes per-phase, whose one
+    phase is then the weight-first GEMM (`_weight_first_part`; this pattern
+    takes f16/bf16 ones at stride 1 too, `gradients.one_tap_half_on_gpu`):
+    1.8x-4.3x faster than col2im's matmul per image on the H100 and right
+    in f16. Other kernels: col2im where ungrouped, the direct form where
+    grouped. IREE 3.13's CUDA code computes f16 convolutions with 1x1
+    taps wrongly, which rules out per-phase in f16 for larger kernels
+    (their phases include 1x1 ones); widened to f32 (`computes_in_f32`)
+    it ran 3x-130x slower than col2im. col2im
     ran fastest of the right forms on every strided shape measured but the
     g32 one (5x5 c128 1.5 ms against the direct form's 3.9; ResNet-50's
     stem 0.88 against 5.7). Grouped 3x3 g32: the direct form (8.1 ms,
@@ -308,9 +342,9 @@ def choose_form(spec: ConvBackwardSpec) -> str:
         return forced
     one_tap = all(k == 1 for k in spec.kernel)
     if targets.current() != "cpu":
-        if spec.groups == 1:
-            return "col2im"
-        return "per-phase" if one_tap else "direct"
+        if one_tap:
+            return "per-phase"
+        return "col2im" if spec.groups == 1 else "direct"
     if one_tap:
         return "per-phase"
     return "col2im" if spec.groups == 1 else "direct"
@@ -351,6 +385,8 @@ def computes_in_f32(spec: ConvBackwardSpec, form: str) -> bool:
     The sub-pixel form was not checked. gfx942's code comes from the same
     IREE pipeline, so it is treated alike. col2im and the direct form were
     right in f16 on every layer checked and keep it."""
+    if all(k == 1 for k in spec.kernel) and form == "per-phase":
+        return False  # `_weight_first_part`, right in f16
     return targets.half_precision_on_gpu(spec.dtype) and form in ("per-phase", "sub-pixel")
 
 

@@ -28,7 +28,7 @@ def spec(channels: int, out_channels: int, kernel: int, stride: int, padding: in
     (64, 64, 5, 2, 2, 1, "col2im", "col2im"),
     (128, 128, 3, 2, 1, 1, "col2im", "col2im"),
     (8, 32, 3, 2, 1, 1, "col2im", "col2im"),
-    (3, 8, 1, 2, 0, 1, "col2im", "per-phase"),     # a 1x1 kernel: one GEMM
+    (3, 8, 1, 2, 0, 1, "per-phase", "per-phase"),  # a 1x1 kernel: one GEMM (weight first on GPUs)
     (8, 8, 1, 2, 0, 4, "per-phase", "per-phase"),  # grouped 1x1: never the direct form on a GPU
     (8, 8, 3, 2, 1, 4, "direct", "direct"),        # grouped (on the CPU group by group)
     (8, 8, 3, 2, 1, 8, "direct", "direct"),        # depthwise
@@ -58,17 +58,18 @@ def _contraction_operand_types(mlir: str) -> set[str]:
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("kernel, padding, groups, form", [
     (3, 1, 1, "per-phase"),  # four phases woven
-    (1, 0, 4, "per-phase"),  # a grouped 1x1 kernel: one phase inserted with stride
+    (1, 0, 4, "per-phase"),  # a grouped 1x1 kernel: its one phase, weight first
     (3, 1, 1, "sub-pixel"),
     (3, 1, 1, "auto"),       # col2im, which keeps f16/bf16
     (1, 0, 4, "auto"),       # a grouped 1x1 kernel: per-phase on GPU targets
-    (1, 0, 1, "auto"),       # col2im
+    (1, 0, 1, "auto"),       # per-phase on GPU targets
 ])
 def test_gpu_half_precision_phases_run_in_f32(dtype, kernel, padding, groups, form, monkeypatch):
     """IREE 3.13's CUDA code computed the per-phase form wrongly in f16 on the
     H100 (`computes_in_f32`): on GPU targets, forced, its contractions read
-    f32 operands; col2im's keep the spec's dtype, and so does every form on
-    the CPU."""
+    f32 operands, but for a 1x1 kernel's weight-first GEMM, which it
+    computed right; col2im's keep the spec's dtype, and so does every form
+    on the CPU."""
     monkeypatch.setenv(phases.FORM_VARIABLE, form)
     out = geometry.conv_output_size(16, kernel, 2, padding, 1)
     dy, x = torch.zeros(2, 64, out, out, dtype=dtype), torch.zeros(2, 64, 16, 16, dtype=dtype)
@@ -80,20 +81,28 @@ def test_gpu_half_precision_phases_run_in_f32(dtype, kernel, padding, groups, fo
         with targets.lowering_for(target):
             chosen = phases.choose_form(configuration)
             widened = phases.computes_in_f32(configuration, chosen)
-        assert widened == (target != "cpu" and chosen in ("per-phase", "sub-pixel"))
+        assert widened == (target != "cpu" and chosen in ("per-phase", "sub-pixel") and kernel > 1)
         operand_types = _contraction_operand_types(functional.lowered(configuration, target=target))
         assert operand_types == ({"f32"} if widened else {name}), (target, chosen, operand_types)
 
 
+def _operand_sizes(contraction: str) -> list[list[str]]:
+    """The static sizes of a contraction line's inputs, in order."""
+    ins = contraction.split(" ins(", 1)[1].split(")", 1)[0]
+    return [sizes.split("x") for sizes in re.findall(r"tensor<([0-9x]+)x(?:f16|bf16|f32)>", ins.split(": ", 1)[1])]
+
+
 @pytest.mark.parametrize("stride", [1, 2])
 @pytest.mark.parametrize("groups", [1, 4])
-def test_gpu_one_tap_kernels_avoid_the_half_precision_convolution(stride, groups, monkeypatch):
-    """A 1x1 kernel on a GPU target, at stride 1 too (`gradients.one_tap_half_on_gpu`): IREE
-    3.13's CUDA code computed the convolution-shaped generic of a 1x1 kernel
-    wrongly in f16. Without groups it is col2im's matmul per image, which
-    reads the taps [g, c, f] and dy [n, g, f, positions]: no operand with
-    the spatial dims of a convolution; with groups, the per-phase
-    convolution in f32."""
+def test_gpu_one_tap_kernels_take_the_weight_first_gemm(stride, groups, monkeypatch):
+    """A 1x1 kernel on a GPU target, at stride 1 too in f16 (`gradients.one_tap_half_on_gpu`):
+    IREE 3.13's CUDA code computed a contraction with dy as its first
+    operand (every convolution-shaped generic) wrongly in f16, and the same
+    GEMM with the weight first right. The one contraction reads the
+    weight [(g,) c, f] first, kept row-major behind IREE's optimization
+    barrier, then dy [n, (g,) f, positions] in f16: its positions one dim
+    at stride 1, (oh, ow) with a stride, where the strided insert of the
+    result follows."""
     monkeypatch.delenv(phases.FORM_VARIABLE, raising=False)
     dy, x = torch.zeros(2, 64, 16 // stride, 16 // stride).half(), torch.zeros(2, 32, 16, 16).half()
     w = torch.zeros(64, 32 // groups, 1, 1).half()
@@ -102,32 +111,36 @@ def test_gpu_one_tap_kernels_avoid_the_half_precision_convolution(stride, groups
     mlir = functional.lowered(configuration, target="cuda")
     contractions = [line for line in mlir.splitlines() if "linalg.generic" in line and "reduction" in line]
     assert len(contractions) == 1, contractions
-    if groups > 1:
-        assert _contraction_operand_types(mlir) == {"f32"}
-        return
-    operands = re.findall(r"tensor<([0-9x]+)xf16>", contractions[0].split(" ins(", 1)[1].split(")", 1)[0])
-    taps, window = (sizes.split("x") for sizes in operands)
-    assert taps == [str(groups), str(32 // groups), str(64 // groups)], operands
-    assert window[:3] == ["2", str(groups), str(64 // groups)] and len(window) == 4, operands
+    taps, window = _operand_sizes(contractions[0])
+    group_dims = [str(groups)] if groups > 1 else []
+    assert taps == [*group_dims, str(32 // groups), str(64 // groups)], (taps, window)
+    positions = ["256"] if stride == 1 else ["8", "8"]
+    assert window == ["2", *group_dims, str(64 // groups), *positions], (taps, window)
+    (barrier,) = [line for line in mlir.splitlines() if "util.optimization_barrier" in line]
+    assert "x".join(taps) in barrier
+    assert ("tensor.insert_slice" in mlir) == (stride > 1)
 
 
-@pytest.mark.parametrize("kernel, padding, groups, form", [
-    (3, 1, 1, "auto"), (1, 0, 4, "auto"), (3, 1, 1, "sub-pixel"),
+@pytest.mark.parametrize("kernel, padding, groups, form, stride", [
+    (3, 1, 1, "per-phase", 2), (1, 0, 4, "auto", 2), (1, 0, 1, "auto", 2), (1, 1, 2, "auto", 3),
+    (1, 0, 1, "auto", 1), (3, 1, 1, "sub-pixel", 2),
 ])
-def test_gpu_lowering_of_half_precision_phases_is_right_on_the_cpu(kernel, padding, groups, form, monkeypatch):
+def test_gpu_lowering_of_half_precision_phases_is_right_on_the_cpu(kernel, padding, groups, form, stride,
+                                                                   monkeypatch):
     """The IR a GPU target gets for f16 per-phase and sub-pixel (operands
-    widened to f32, grad_input rounded where it is written), compiled for
-    the CPU, against eager float64: the IR is right whatever a GPU's code
-    generation does with it."""
+    widened to f32, grad_input rounded where it is written; a 1x1 kernel's
+    weight-first GEMM behind IREE's barrier), compiled for the CPU, against
+    eager float64: the IR is right whatever a GPU's code generation does
+    with it."""
     from iree_bwdconv import pipeline, reference, runtime
 
     monkeypatch.setenv(phases.FORM_VARIABLE, form)
     generator = torch.Generator().manual_seed(0)
-    out = geometry.conv_output_size(15, kernel, 2, padding, 1)
+    out = geometry.conv_output_size(15, kernel, stride, padding, 1)
     dy = torch.randn(2, 32, out, out, generator=generator).half()
     x = torch.randn(2, 16, 15, 15, generator=generator).half()
     w = torch.randn(32, 16 // groups, kernel, kernel, generator=generator).half()
-    arguments = (None, [2, 2], [padding] * 2, [1, 1], False, [0, 0], groups, [True, False, False])
+    arguments = (None, [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], groups, [True, False, False])
     configuration = functional.spec_of(dy, x, w, *arguments)
     mlir = functional.lowered(configuration, target="cuda")
     assert "arith.extf" in mlir
@@ -154,7 +167,7 @@ def test_gpu_strided_half_precision_weight_gradients_take_im2col(kernel, padding
 def test_gpu_one_tap_kernels_keep_the_direct_form_in_f32():
     """In f32 IREE's code for the 1x1 convolution-shaped generic was right:
     a stride-1 f32 1x1 kernel keeps the direct form on GPU targets (a
-    reduction over f, kh, kw), f16/bf16 take col2im's matmul (over f alone)."""
+    reduction over f, kh, kw), f16/bf16 the weight-first GEMM (over f alone)."""
     dy, x, w = torch.zeros(2, 64, 16, 16), torch.zeros(2, 32, 16, 16), torch.zeros(64, 32, 1, 1)
     for dtype, taken in ((torch.float32, False), (torch.float16, True), (torch.bfloat16, True)):
         configuration = functional.spec_of(dy.to(dtype), x.to(dtype), w.to(dtype), None, [1, 1], [0, 0], [1, 1],
