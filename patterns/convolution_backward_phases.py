@@ -107,11 +107,14 @@ def _one_matmul_applies(spec: ConvBackwardSpec) -> bool:
 
 
 def _weight_first_applies(spec: ConvBackwardSpec) -> bool:
-    """A 1x1 kernel on a GPU target: its one phase is
+    """An ungrouped 1x1 kernel on a GPU target: its one phase is
     `contraction_forms.weight_first_gemm`, the operand order IREE 3.13's
     CUDA code computes right in f16 (the convolution-shaped contraction it
-    computed wrongly)."""
-    return all(k == 1 for k in spec.kernel) and targets.current() != "cpu"
+    computed wrongly). Grouped, the GEMM was right in f16 too (g2, g4 on
+    the H100), but with 8 channels per group (1x1 g32 n32 c256 100x100)
+    it did not finish in 120 s: grouped 1x1 kernels keep the phase's
+    convolution, in f32 (`computes_in_f32`)."""
+    return all(k == 1 for k in spec.kernel) and spec.groups == 1 and targets.current() != "cpu"
 
 
 def _weight_first_part(spec: ConvBackwardSpec, window: ir.Value, weight: ir.Value, rows: list[int]) -> ir.Value:
@@ -308,11 +311,12 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     (for measuring); docs/performance.md ("The form rule") has the
     measurements behind each branch.
 
-    GPU targets: a 1x1 kernel, grouped or not, takes per-phase, whose one
-    phase is then the weight-first GEMM (`_weight_first_part`; this pattern
-    takes f16/bf16 ones at stride 1 too, `gradients.one_tap_half_on_gpu`):
-    1.8x-4.3x faster than col2im's matmul per image on the H100 and right
-    in f16. Other kernels: col2im where ungrouped, the direct form where
+    GPU targets: a 1x1 kernel takes per-phase (this pattern takes f16/bf16
+    ones at stride 1 too, `gradients.one_tap_half_on_gpu`). Ungrouped, its
+    one phase is the weight-first GEMM (`_weight_first_part`), right in
+    f16 and 1.8x-4.1x faster than col2im's matmul per image on the H100;
+    grouped, a convolution widened to f32 (`_weight_first_applies` says
+    why). Other kernels: col2im where ungrouped, the direct form where
     grouped. IREE 3.13's CUDA code computes f16 convolutions with 1x1
     taps wrongly, which rules out per-phase in f16 for larger kernels
     (their phases include 1x1 ones); widened to f32 (`computes_in_f32`)
@@ -385,8 +389,8 @@ def computes_in_f32(spec: ConvBackwardSpec, form: str) -> bool:
     The sub-pixel form was not checked. gfx942's code comes from the same
     IREE pipeline, so it is treated alike. col2im and the direct form were
     right in f16 on every layer checked and keep it."""
-    if all(k == 1 for k in spec.kernel) and form == "per-phase":
-        return False  # `_weight_first_part`, right in f16
+    if form == "per-phase" and _weight_first_applies(spec):
+        return False  # right in f16
     return targets.half_precision_on_gpu(spec.dtype) and form in ("per-phase", "sub-pixel")
 
 
