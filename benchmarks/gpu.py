@@ -4,7 +4,7 @@ matmul of the same GEMM as the ceiling.
 
 The GPU machine has no IREE compiler, so this runs in two halves:
 
-    ./dev python -m benchmarks.gpu prepare .bench [auto]  # here: compile .vmfb files, write manifest.json
+    ./dev python -m benchmarks.gpu prepare .bench [auto] [MATCH]  # here: compile .vmfb files, write manifest.json
     python3 benchmarks/run_on_gpu.py .bench results.json   # there, with iree-base-runtime installed
     ./dev python -m benchmarks.gpu report results.json # here: the tables of docs/performance.md
 """
@@ -65,10 +65,13 @@ def print_variant_table(results_path: Path, shapes: Sequence[Shape], names: Opti
         print(f"| {shape.name} | " + " | ".join(f"{row[n]:.3f}" if row.get(n) else "-" for n in names) + " |")
 
 
-def prepare(folder: Path, forced_forms: bool = True) -> None:
+def prepare(folder: Path, forced_forms: bool = True, match: str = "") -> None:
+    """Every shape, or those whose name holds `match`."""
     folder.mkdir(parents=True, exist_ok=True)
     manifest = []
     for index, shape in enumerate(SHAPES):
+        if match not in shape.name:
+            continue
         for mask_name, mask in (("grad_input", modules.GRAD_INPUT_ONLY), ("all", modules.ALL_GRADS)):
             for variant, (text, flags) in _variants(shape, mask, forced_forms).items():
                 manifest.append(modules.compiled_entry(folder, text, "cuda", flags, shape=shape.name, mask=mask_name,
@@ -99,6 +102,10 @@ def report(results_path: Path) -> None:
 
 
 if __name__ == "__main__":
-    # prepare PATH [auto]: with "auto", ours only as the rule picks (no forced forms).
-    command, path = sys.argv[1], Path(sys.argv[2])
-    prepare(path, sys.argv[3:] != ["auto"]) if command == "prepare" else report(path)
+    # prepare PATH [auto] [MATCH]: with "auto", ours only as the rule picks (no
+    # forced forms); with MATCH, only the shapes whose name holds it.
+    command, path, rest = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
+    if command == "prepare":
+        prepare(path, rest[:1] != ["auto"], rest[1] if len(rest) > 1 else "")
+    else:
+        report(path)
