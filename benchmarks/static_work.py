@@ -4,7 +4,7 @@ the forward convolution), from our linalg IR and from iree-compile's flow IR
 for gfx942, with dispatch, splat and slow_memcpy counts; upstream is IREE's
 own torch input on the raw export.
 
-    ./dev python -m benchmarks.static_work > docs/static_work.md
+    ./dev python -m benchmarks.static_work [MATCH]   # only the shapes whose name holds MATCH
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from iree_bwdconv.errors import PipelineError
 
 from . import ir_stats, modules
 from .shapes import SHAPES, Shape
-
 
 
 def row(shape: Shape, mask: tuple[bool, bool, bool]) -> str:
@@ -35,16 +34,17 @@ def row(shape: Shape, mask: tuple[bool, bool, bool]) -> str:
             f"{upstream} |")
 
 
-def main() -> int:
+def main(match: str = "") -> int:
     for title, mask in (("grad_input only", modules.GRAD_INPUT_ONLY), ("all three gradients", modules.ALL_GRADS)):
         print(f"\n### {title}\n")
         print("| shape | dtype | ours MAC ratio (linalg) | ours MAC ratio (gfx942 flow) | contractions | dispatches "
               "| splats | slow_memcpy | upstream MAC ratio | upstream dispatches | upstream splats | upstream slow_memcpy |")
         print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for shape in SHAPES:
-            print(row(shape, mask), flush=True)
+            if match in shape.name:
+                print(row(shape, mask), flush=True)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(*sys.argv[1:2]))
