@@ -60,10 +60,10 @@ def variants(shape: Shape) -> dict[str, str]:
         for flat in (False, True):
             if flat and shape.stride > 1:
                 name = f"{order}-flat"  # the GEMM alone: its result has no stride
-                body = lambda dy, w, o=order: _gemm(shape, dy, w, o, True)  # noqa: E731
+                body = lambda dy, w, o=order: _gemm(shape, dy, w, o, True)
             elif not flat:
                 name = f"{order}-insert"
-                body = lambda dy, w, o=order: _placed(shape, dy, _gemm(shape, dy, w, o, shape.stride == 1))  # noqa: E731
+                body = lambda dy, w, o=order: _placed(shape, dy, _gemm(shape, dy, w, o, shape.stride == 1))
             else:
                 continue
             out[name] = barriers.insert_barriers(_module(shape, body))

@@ -36,8 +36,8 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg, tensor
 from torch_mlir.rewrite import PatternRewriter
 
-from iree_bwdconv import contraction_forms as forms
 from iree_bwdconv import barriers, col2im, geometry, gradients, targets
+from iree_bwdconv import contraction_forms as forms
 from iree_bwdconv import linalg_builders as lb
 from iree_bwdconv.linalg_builders import PARALLEL, REDUCTION
 from iree_bwdconv.spec import ConvBackwardSpec

@@ -27,7 +27,7 @@ def test_a_marked_result_goes_behind_a_barrier_and_the_mark_goes():
     assert barriers.ATTRIBUTE not in text
     (barrier,) = [line for line in text.splitlines() if "util.optimization_barrier" in line]
     assert "tensor<4x8xf16>" in barrier
-    returned = [line for line in text.splitlines() if line.strip().startswith("return")][0]
+    returned = next(line for line in text.splitlines() if line.strip().startswith("return"))
     assert barrier.split("=", 1)[0].strip() in returned  # the barrier's result is what is used
 
 
