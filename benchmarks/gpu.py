@@ -12,6 +12,7 @@ The GPU machine has no IREE compiler, so this runs in two halves:
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
@@ -66,11 +67,11 @@ def print_variant_table(results_path: Path, shapes: Sequence[Shape], names: Opti
 
 
 def prepare(folder: Path, forced_forms: bool = True, match: str = "") -> None:
-    """Every shape, or those whose name holds `match`."""
+    """Every shape, or those whose name `match` (a regular expression) finds."""
     folder.mkdir(parents=True, exist_ok=True)
     manifest = []
     for index, shape in enumerate(SHAPES):
-        if match not in shape.name:
+        if not re.search(match, shape.name):
             continue
         for mask_name, mask in (("grad_input", modules.GRAD_INPUT_ONLY), ("all", modules.ALL_GRADS)):
             for variant, (text, flags) in _variants(shape, mask, forced_forms).items():
@@ -103,7 +104,7 @@ def report(results_path: Path) -> None:
 
 if __name__ == "__main__":
     # prepare PATH [auto] [MATCH]: with "auto", ours only as the rule picks (no
-    # forced forms); with MATCH, only the shapes whose name holds it.
+    # forced forms); with MATCH, only the shapes whose name it finds (a regex).
     command, path, rest = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
     if command == "prepare":
         prepare(path, rest[:1] != ["auto"], rest[1] if len(rest) > 1 else "")

@@ -77,7 +77,39 @@ def _phase_contraction(
         taps = lb.collapse_dims(taps, 0)
     channels = [groups, c_in] if groups > 1 else [c_in]
     init = lb.zeros([lb.sizes_of(window)[0], *channels, *rows], lb.element_type(gradients.ACCUMULATOR))
+    if targets.current() != "cpu" and groups == 1 and all(ph.taps == 1 for ph in phases):
+        # One tap: a GEMM with the weight first, the order IREE 3.13's CUDA
+        # code computes right in f16 (`_weight_first_applies`); the
+        # convolution-shaped 1-tap phase was the per-phase form's wrong one.
+        one_tap = _one_tap(weight, [ph.first_tap for ph in phases])
+        return forms.weight_first_gemm(one_tap, window, init)
     return forms.conv(window, taps, init, [1] * r, [ph.tap_dilation for ph in phases])
+
+
+def _one_tap(weight: ir.Value, tap: list[int]) -> ir.Value:
+    """T[(g,) c, f] = w[g, f, c, *tap]: one tap of the kernel, row-major for
+    `contraction_forms.weight_first_gemm`, made by one copy whose result is
+    marked to stay (`barriers.mark`). Without groups the group dim is
+    dropped first, so that no reshape follows the marked copy: torch-mlir's
+    canonicalization folds a reshape into the op it reshapes, and the mark
+    with it (the 3x3 stride-3 phases then reached IREE with the tap as
+    constants in the GEMM's map, which IREE 3.13's CUDA code failed to
+    distribute)."""
+    grouped = lb.sizes_of(weight)[0] != 1
+    source = weight if grouped else lb.collapse_dims(weight, 0)  # [(g,) f, c, *k]
+    lead = 3 if grouped else 2
+    sizes = lb.sizes_of(source)
+    out_sizes = [*sizes[: lead - 2], sizes[lead - 1], sizes[lead - 2]]
+    out = tensor.EmptyOp(out_sizes, ir.RankedTensorType(source.type).element_type).result
+    *g, c, f = lb.dims(lead)
+    taps = [ir.AffineConstantExpr.get(k) for k in tap]
+
+    @linalg.generic([source], [out], [lb.affine_map(lead, [*g, f, c, *taps]), ir.AffineMap.get_identity(lead)],
+                    [PARALLEL] * lead)
+    def result(a, _):
+        return a
+
+    return barriers.mark(result)
 
 
 def _phase_windows(
@@ -297,6 +329,9 @@ def grad_input_subpixel(spec: ConvBackwardSpec, grad_output: ir.Value, weight: i
 
 
 FORMS = ("auto", "per-phase", "sub-pixel", "col2im", "direct")
+# GPU targets: col2im where grad_input has at most this many channels
+# (every c3 layer measured), per-phase above (docs/performance.md).
+GPU_NARROW_CHANNELS = 4
 FORM_VARIABLE = "IREE_BWDCONV_GRAD_INPUT_FORM"
 
 
@@ -316,15 +351,14 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     one phase is the weight-first GEMM (`_weight_first_part`), right in
     f16 and 1.8x-4.1x faster than col2im's matmul per image on the H100;
     grouped, a convolution widened to f32 (`_weight_first_applies` says
-    why). Other kernels: col2im where ungrouped, the direct form where
-    grouped. IREE 3.13's CUDA code computes f16 convolutions with 1x1
-    taps wrongly, which rules out per-phase in f16 for larger kernels
-    (their phases include 1x1 ones); widened to f32 (`computes_in_f32`)
-    it ran 3x-130x slower than col2im. col2im
-    ran fastest of the right forms on every strided shape measured but the
-    g32 one (5x5 c128 1.5 ms against the direct form's 3.9; ResNet-50's
-    stem 0.88 against 5.7). Grouped 3x3 g32: the direct form (8.1 ms,
-    per-phase in f32 9.4).
+    why). Larger ungrouped kernels: per-phase, whose 1-tap phases are
+    weight-first GEMMs too (right in f16, `computes_in_f32`), 1.1x-1.6x
+    faster than col2im on 7 of the 9 layers wider than 4 channels
+    measured (1.2x slower on 5x5 c128 k256 40x175 and ResNet-50's c512
+    14x14); col2im where grad_input has at most `GPU_NARROW_CHANNELS`
+    channels (2x faster than per-phase on every c3 layer). Grouped
+    kernels larger than 1x1: the direct form (g32 3x3: 8.1 ms, per-phase
+    in f32 9.4).
     The sub-pixel form ran 1.3x to 16x slower than per-phase on 6 of 7
     shapes, so it is never picked; it is refused where the phases are not
     aligned (d/gcd(d, s) > 1).
@@ -348,7 +382,9 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     if targets.current() != "cpu":
         if one_tap:
             return "per-phase"
-        return "col2im" if spec.groups == 1 else "direct"
+        if spec.groups > 1:
+            return "direct"
+        return "col2im" if spec.in_channels <= GPU_NARROW_CHANNELS else "per-phase"
     if one_tap:
         return "per-phase"
     return "col2im" if spec.groups == 1 else "direct"
@@ -386,12 +422,14 @@ def computes_in_f32(spec: ConvBackwardSpec, form: str) -> bool:
     whose 1-tap phase read out of bounds under compute-sanitizer), while
     the same IR was right compiled for the CPU and right on the H100 in
     f32 (`benchmarks/gpu_check.py`, docs/performance.md "Read first").
-    The sub-pixel form was not checked. gfx942's code comes from the same
-    IREE pipeline, so it is treated alike. col2im and the direct form were
-    right in f16 on every layer checked and keep it."""
-    if form == "per-phase" and _weight_first_applies(spec):
-        return False  # right in f16
-    return targets.half_precision_on_gpu(spec.dtype) and form in ("per-phase", "sub-pixel")
+    The wrong part was the phases of one tap, convolutions of a 1x1
+    kernel: as the weight-first GEMM (ungrouped phases) the form was right
+    in f16 on every layer checked, so only grouped per-phase still widens.
+    The sub-pixel form was not checked and widens. gfx942's code comes
+    from the same IREE pipeline, so it is treated alike. col2im and the
+    direct form were right in f16 on every layer checked and keep it."""
+    grouped_phases = form == "per-phase" and spec.groups > 1
+    return targets.half_precision_on_gpu(spec.dtype) and (form == "sub-pixel" or grouped_phases)
 
 
 def _in_f32(build: gradients.GradInputBuilder) -> gradients.GradInputBuilder:

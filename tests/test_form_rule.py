@@ -24,10 +24,10 @@ def spec(channels: int, out_channels: int, kernel: int, stride: int, padding: in
     (3, 64, 7, 2, 3, 1, "col2im", "col2im"),       # ResNet-50's stem: narrow
     (3, 64, 5, 2, 2, 1, "col2im", "col2im"),
     (3, 32, 3, 2, 1, 1, "col2im", "col2im"),       # c3 k32 940x1450, MobileNet's stem
-    (16, 64, 7, 2, 3, 1, "col2im", "col2im"),      # per-phase's on the GPU until its f16 was found wrong
-    (64, 64, 5, 2, 2, 1, "col2im", "col2im"),
-    (128, 128, 3, 2, 1, 1, "col2im", "col2im"),
-    (8, 32, 3, 2, 1, 1, "col2im", "col2im"),
+    (16, 64, 7, 2, 3, 1, "per-phase", "col2im"),   # wider than 4 channels: per-phase on GPUs
+    (64, 64, 5, 2, 2, 1, "per-phase", "col2im"),
+    (128, 128, 3, 2, 1, 1, "per-phase", "col2im"),
+    (8, 32, 3, 2, 1, 1, "per-phase", "col2im"),
     (3, 8, 1, 2, 0, 1, "per-phase", "per-phase"),  # a 1x1 kernel: one GEMM (weight first on GPUs)
     (8, 8, 1, 2, 0, 4, "per-phase", "per-phase"),  # grouped 1x1: never the direct form on a GPU
     (8, 8, 3, 2, 1, 4, "direct", "direct"),        # grouped (on the CPU group by group)
@@ -57,19 +57,19 @@ def _contraction_operand_types(mlir: str) -> set[str]:
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("kernel, padding, groups, form", [
-    (3, 1, 1, "per-phase"),  # four phases woven
+    (3, 1, 1, "per-phase"),  # four phases woven, the 1-tap one a weight-first GEMM
     (1, 0, 4, "per-phase"),  # a grouped 1x1 kernel: one phase inserted with stride
     (3, 1, 1, "sub-pixel"),
-    (3, 1, 1, "auto"),       # col2im, which keeps f16/bf16
+    (3, 1, 1, "auto"),       # per-phase on GPU targets, col2im on the CPU
     (1, 0, 4, "auto"),       # a grouped 1x1 kernel: per-phase on GPU targets
     (1, 0, 1, "auto"),       # per-phase on GPU targets
 ])
 def test_gpu_half_precision_phases_run_in_f32(dtype, kernel, padding, groups, form, monkeypatch):
     """IREE 3.13's CUDA code computed the per-phase form wrongly in f16 on the
-    H100 (`computes_in_f32`): on GPU targets, forced, its contractions read
-    f32 operands, but for an ungrouped 1x1 kernel's weight-first GEMM,
-    which it computed right; col2im's keep the spec's dtype, and so does
-    every form on the CPU."""
+    H100 in its 1-tap phases (`computes_in_f32`): on GPU targets grouped
+    per-phase and sub-pixel contractions read f32 operands; ungrouped
+    per-phase, whose 1-tap phases are weight-first GEMMs, and col2im keep
+    the spec's dtype, and so does every form on the CPU."""
     monkeypatch.setenv(phases.FORM_VARIABLE, form)
     out = geometry.conv_output_size(16, kernel, 2, padding, 1)
     dy, x = torch.zeros(2, 64, out, out, dtype=dtype), torch.zeros(2, 64, 16, 16, dtype=dtype)
@@ -81,8 +81,7 @@ def test_gpu_half_precision_phases_run_in_f32(dtype, kernel, padding, groups, fo
         with targets.lowering_for(target):
             chosen = phases.choose_form(configuration)
             widened = phases.computes_in_f32(configuration, chosen)
-        weight_first = kernel == 1 and groups == 1
-        assert widened == (target != "cpu" and chosen in ("per-phase", "sub-pixel") and not weight_first)
+        assert widened == (target != "cpu" and (chosen == "sub-pixel" or (chosen == "per-phase" and groups > 1)))
         operand_types = _contraction_operand_types(functional.lowered(configuration, target=target))
         assert operand_types == ({"f32"} if widened else {name}), (target, chosen, operand_types)
 
@@ -125,7 +124,7 @@ def test_gpu_one_tap_kernels_avoid_the_half_precision_convolution(stride, groups
 
 
 @pytest.mark.parametrize("kernel, padding, groups, form, stride", [
-    (3, 1, 1, "per-phase", 2), (1, 0, 4, "auto", 2), (1, 0, 1, "auto", 2), (1, 1, 2, "auto", 3),
+    (3, 1, 1, "per-phase", 2), (3, 1, 1, "auto", 3), (1, 0, 4, "auto", 2), (1, 0, 1, "auto", 2), (1, 1, 2, "auto", 3),
     (1, 0, 1, "auto", 1), (3, 1, 1, "sub-pixel", 2),
 ])
 def test_gpu_lowering_of_half_precision_phases_is_right_on_the_cpu(kernel, padding, groups, form, stride,
@@ -147,6 +146,8 @@ def test_gpu_lowering_of_half_precision_phases_is_right_on_the_cpu(kernel, paddi
     configuration = functional.spec_of(dy, x, w, *arguments)
     mlir = functional.lowered(configuration, target="cuda")
     assert "arith.extf" in mlir
+    if stride == 3 and kernel == 3:  # nine phases of one tap each: nine weight-first GEMMs
+        assert mlir.count("util.optimization_barrier") == 9
     grad_input = runtime.run(pipeline.iree_compile(mlir, "cpu"), [dy, x, w])[0]
     (comparison,) = reference.compare([grad_input, None, None], dy, x, w, arguments)
     assert comparison.ok, comparison
