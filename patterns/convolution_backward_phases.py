@@ -329,9 +329,6 @@ def grad_input_subpixel(spec: ConvBackwardSpec, grad_output: ir.Value, weight: i
 
 
 FORMS = ("auto", "per-phase", "sub-pixel", "col2im", "direct")
-# GPU targets: col2im where grad_input has at most this many channels
-# (every c3 layer measured), per-phase above (docs/performance.md).
-GPU_NARROW_CHANNELS = 4
 FORM_VARIABLE = "IREE_BWDCONV_GRAD_INPUT_FORM"
 
 
@@ -351,14 +348,15 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     one phase is the weight-first GEMM (`_weight_first_part`), right in
     f16 and 1.8x-4.1x faster than col2im's matmul per image on the H100;
     grouped, a convolution widened to f32 (`_weight_first_applies` says
-    why). Larger ungrouped kernels: per-phase, whose 1-tap phases are
-    weight-first GEMMs too (right in f16, `computes_in_f32`), 1.1x-1.6x
-    faster than col2im on 7 of the 9 layers wider than 4 channels
-    measured (1.2x slower on 5x5 c128 k256 40x175 and ResNet-50's c512
-    14x14); col2im where grad_input has at most `GPU_NARROW_CHANNELS`
-    channels (2x faster than per-phase on every c3 layer). Grouped
-    kernels larger than 1x1: the direct form (g32 3x3: 8.1 ms, per-phase
-    in f32 9.4).
+    why). Larger ungrouped kernels: col2im. Per-phase is right in f16 now
+    that its 1-tap phases are weight-first GEMMs (`computes_in_f32`), and
+    with the tap folded into the GEMM's map it ran 1.1x-1.6x faster than
+    col2im on 7 of 9 layers wider than 4 channels, but that IR failed to
+    compile for 3x3 stride 3; with the tap kept behind the barrier, as it
+    is built, it ran slower than col2im on the issue-3 layers (Retinanet
+    0.62 ms against 0.54; docs/performance.md, "Per-phase again"), so the
+    rule keeps col2im. Grouped kernels larger than 1x1: the direct form
+    (g32 3x3: 8.1 ms, per-phase in f32 9.4).
     The sub-pixel form ran 1.3x to 16x slower than per-phase on 6 of 7
     shapes, so it is never picked; it is refused where the phases are not
     aligned (d/gcd(d, s) > 1).
@@ -382,9 +380,7 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     if targets.current() != "cpu":
         if one_tap:
             return "per-phase"
-        if spec.groups > 1:
-            return "direct"
-        return "col2im" if spec.in_channels <= GPU_NARROW_CHANNELS else "per-phase"
+        return "col2im" if spec.groups == 1 else "direct"
     if one_tap:
         return "per-phase"
     return "col2im" if spec.groups == 1 else "direct"
