@@ -4,11 +4,12 @@ the forward convolution), from our linalg IR and from iree-compile's flow IR
 for gfx942, with dispatch, splat and slow_memcpy counts; upstream is IREE's
 own torch input on the raw export.
 
-    ./dev python -m benchmarks.static_work [MATCH]   # only the shapes whose name holds MATCH
+    ./dev python -m benchmarks.static_work [MATCH]   # only the shapes whose name MATCH (a regex) finds
 """
 
 from __future__ import annotations
 
+import re
 import sys
 
 from iree_bwdconv import pipeline
@@ -41,7 +42,7 @@ def main(match: str = "") -> int:
               "| splats | slow_memcpy | upstream MAC ratio | upstream dispatches | upstream splats | upstream slow_memcpy |")
         print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for shape in SHAPES:
-            if match in shape.name:
+            if re.search(match, shape.name):
                 print(row(shape, mask), flush=True)
     return 0
 

@@ -1,8 +1,9 @@
 """Values a GPU form needs IREE to keep as they are.
 
 IREE folds a transpose into the indexing map of the contraction that reads
-it. For the 1x1 data gradient's GEMM (`contraction_forms.weight_first_gemm`)
-that undoes the row-major weight the form made, and IREE 3.13's CUDA
+it. For the weight-first GEMM of a 1x1 kernel or a 1-tap phase
+(`contraction_forms.weight_first_gemm`) that undoes the row-major tap the
+form made, and IREE 3.13's CUDA
 configuration then tiles the GEMM by 8 images x 8 positions (n32 c1024
 k2048 25x25, f16), or 2x8 positions at 50x50 (5.5 ms against 2.9 with the
 weight kept; docs/performance.md, "1x1 grad_input"). A pattern marks the

@@ -53,13 +53,20 @@ def _phase_contraction(
     for `rows` rows, where `window` is the part of dy the phase reads for
     them (`lb.window`) and T_r the phase's own reversed sub-kernel (the
     weight itself for a 1x1 kernel), as a convolution (`contraction_forms.conv`).
-    Without groups, dy is [n,f,..] and the result [n,c,..].
+    Without groups, dy is [n,f,..] and the result [n,c,..]. An ungrouped
+    phase of one tap on a GPU target is a GEMM with the weight first
+    instead (`_one_tap`): the convolution-shaped 1-tap phase was the part
+    of this form IREE 3.13's CUDA code computed wrongly in f16.
 
     Each phase gathers its own taps: slicing one shared table instead left a
     non-contiguous slice inside the contraction's dispatch, which IREE 3.13's
     CUDA backend fails to bufferize (5x5 stride 2)."""
     r, groups = spec.spatial_rank, spec.groups
     c_in = spec.in_channels // groups
+    channels = [groups, c_in] if groups > 1 else [c_in]
+    init = lb.zeros([lb.sizes_of(window)[0], *channels, *rows], lb.element_type(gradients.ACCUMULATOR))
+    if targets.current() != "cpu" and groups == 1 and all(ph.taps == 1 for ph in phases):
+        return forms.weight_first_gemm(_one_tap(weight, [ph.first_tap for ph in phases]), window, init)
     taps = weight
     if any(k > 1 for k in spec.kernel):
         taps = _tap_table(
@@ -75,37 +82,26 @@ def _phase_contraction(
         taps = forms.transpose(taps, [0, 2, 1, *range(3, 3 + r)])  # [g, c, f, *j]
     if groups == 1:
         taps = lb.collapse_dims(taps, 0)
-    channels = [groups, c_in] if groups > 1 else [c_in]
-    init = lb.zeros([lb.sizes_of(window)[0], *channels, *rows], lb.element_type(gradients.ACCUMULATOR))
-    if targets.current() != "cpu" and groups == 1 and all(ph.taps == 1 for ph in phases):
-        # One tap: a GEMM with the weight first, the order IREE 3.13's CUDA
-        # code computes right in f16 (`_weight_first_applies`); the
-        # convolution-shaped 1-tap phase was the per-phase form's wrong one.
-        one_tap = _one_tap(weight, [ph.first_tap for ph in phases])
-        return forms.weight_first_gemm(one_tap, window, init)
     return forms.conv(window, taps, init, [1] * r, [ph.tap_dilation for ph in phases])
 
 
 def _one_tap(weight: ir.Value, tap: list[int]) -> ir.Value:
-    """T[(g,) c, f] = w[g, f, c, *tap]: one tap of the kernel, row-major for
-    `contraction_forms.weight_first_gemm`, made by one copy whose result is
-    marked to stay (`barriers.mark`). Without groups the group dim is
-    dropped first, so that no reshape follows the marked copy: torch-mlir's
-    canonicalization folds a reshape into the op it reshapes, and the mark
-    with it (the 3x3 stride-3 phases then reached IREE with the tap as
-    constants in the GEMM's map, which IREE 3.13's CUDA code failed to
-    distribute)."""
-    grouped = lb.sizes_of(weight)[0] != 1
-    source = weight if grouped else lb.collapse_dims(weight, 0)  # [(g,) f, c, *k]
-    lead = 3 if grouped else 2
-    sizes = lb.sizes_of(source)
-    out_sizes = [*sizes[: lead - 2], sizes[lead - 1], sizes[lead - 2]]
-    out = tensor.EmptyOp(out_sizes, ir.RankedTensorType(source.type).element_type).result
-    *g, c, f = lb.dims(lead)
+    """T[c, f] = w[0, f, c, *tap]: one tap of an ungrouped kernel ([1, f, c,
+    *k]), row-major for `contraction_forms.weight_first_gemm`, made by one
+    copy whose result is marked to stay (`barriers.mark`): folded into the
+    GEMM's map, IREE 3.13's CUDA code tiled a 1x1 kernel's GEMM by 8
+    positions and failed to distribute the 3x3 stride-3 phases. The group
+    dim goes first, so that no reshape follows the marked copy:
+    torch-mlir's canonicalization folds a reshape into the op it reshapes,
+    and the mark with it."""
+    source = lb.collapse_dims(weight, 0)  # [f, c, *k]
+    f_out, c_in = lb.sizes_of(source)[:2]
+    out = tensor.EmptyOp([c_in, f_out], ir.RankedTensorType(source.type).element_type).result
+    c, f = lb.dims(2)
     taps = [ir.AffineConstantExpr.get(k) for k in tap]
 
-    @linalg.generic([source], [out], [lb.affine_map(lead, [*g, f, c, *taps]), ir.AffineMap.get_identity(lead)],
-                    [PARALLEL] * lead)
+    @linalg.generic([source], [out], [lb.affine_map(2, [f, c, *taps]), ir.AffineMap.get_identity(2)],
+                    [PARALLEL] * 2)
     def result(a, _):
         return a
 
@@ -150,25 +146,19 @@ def _weight_first_applies(spec: ConvBackwardSpec) -> bool:
 
 
 def _weight_first_part(spec: ConvBackwardSpec, window: ir.Value, weight: ir.Value, rows: list[int]) -> ir.Value:
-    """dx_r[n,(g,)c,q] = sum_f w[(g,)f,c] * window[n,(g,)f,q] in f32, for a
-    1x1 kernel's one phase. The weight goes row-major, [(g,) c, f], and is
-    kept so (`barriers.mark`): folded back into the GEMM's map, IREE tiled
-    it by 8 positions. At stride 1 the phase is all of grad_input and its
-    positions are one dim (tiles of 64 of them; 1 x 32 of 25 x 25 kept
-    apart); with a stride they stay apart so that IREE fuses the strided
-    insert of the result into the GEMM's dispatch (its own copy of the
-    result otherwise: 2.2 ms against 1.9 on n32 c1024 k2048 50x50)."""
-    r, groups = spec.spatial_rank, spec.groups
-    taps = forms.transpose(forms.collapse_range(weight, 2, 3 + r), [0, 2, 1])  # [g, c, f]
-    if groups == 1:
-        taps = lb.collapse_dims(taps, 0)
-    taps = barriers.mark(taps)
-    lead = ir.RankedTensorType(window.type).rank - r
+    """dx_r[n,c,q] = sum_f w[f,c] * window[n,f,q] in f32, for an ungrouped
+    1x1 kernel's one phase: its one tap (`_one_tap`) times dy. At stride 1
+    the phase is all of grad_input and its positions are one dim (tiles of
+    64 of them; 1 x 32 of 25 x 25 kept apart); with a stride they stay
+    apart so that IREE fuses the strided insert of the result into the
+    GEMM's dispatch (its own copy of the result otherwise: 2.2 ms against
+    1.9 on n32 c1024 k2048 50x50)."""
+    r = spec.spatial_rank
     flat = all(s == 1 for s in spec.stride)
-    source = forms.collapse_range(window, lead, lead + r) if flat else window
-    out_sizes = lb.sizes_of(source)
-    out_sizes[lead - 1] = spec.in_channels // groups
-    part = forms.weight_first_gemm(taps, source, lb.zeros(out_sizes, lb.element_type(gradients.ACCUMULATOR)))
+    source = forms.collapse_range(window, 2, 2 + r) if flat else window
+    init = lb.zeros([lb.sizes_of(source)[0], spec.in_channels, *lb.sizes_of(source)[2:]],
+                    lb.element_type(gradients.ACCUMULATOR))
+    part = forms.weight_first_gemm(_one_tap(weight, [0] * r), source, init)
     return forms.expand_trailing(part, rows) if flat else part
 
 
