@@ -8,10 +8,11 @@ import functools
 import os
 from pathlib import Path
 from typing import Iterator, Sequence
+from unittest import mock
 
 import torch
 
-from iree_bwdconv import lowering, pipeline
+from iree_bwdconv import barriers, lowering, pipeline
 from iree_bwdconv.errors import PipelineError
 from iree_bwdconv.functional import ConvolutionBackward, spec_of
 from iree_bwdconv.patterns import convolution_backward_phases as phases
@@ -58,8 +59,21 @@ def forced_form(form: str) -> Iterator[None]:
 
 @functools.lru_cache(maxsize=None)
 def ours(shape: Shape, mask: tuple[bool, bool, bool], target: str = "cpu", form: str = "auto") -> str:
+    return lowered_uncached(shape, mask, target, form)
+
+
+def lowered_uncached(shape: Shape, mask: tuple[bool, bool, bool], target: str = "cpu", form: str = "auto") -> str:
+    """`ours`, lowered anew (for a lowering changed by a context manager)."""
     with forced_form(form):
         return lowering.lower_torch(lowering.parse_torch_mlir(raw_torch(shape, mask)), target=target)
+
+
+@contextlib.contextmanager
+def taps_folded() -> Iterator[None]:
+    """Lowerings inside the block make no `barriers.mark`: IREE folds the
+    tap copy of a weight-first GEMM into the GEMM's indexing map."""
+    with mock.patch.object(barriers, "mark", lambda value: value):
+        yield
 
 
 def input_specs(shape: Shape) -> list[str]:

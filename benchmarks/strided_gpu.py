@@ -4,9 +4,14 @@ grad_output) against upstream, torch eager and, for 1x1 kernels, IREE's
 own matmul of the same GEMM; grad_input only, every strided shape of
 issues 3 and 5 (STRIDED) or more strided layers (RULE_SHAPES).
 
-    ./dev python -m benchmarks.strided_gpu prepare .bench-strided [rule|line]   # here
-    python3 benchmarks/run_on_gpu.py .bench-strided results.json           # there
-    ./dev python -m benchmarks.strided_gpu report results.json [rule|line]      # here
+    ./dev python -m benchmarks.strided_gpu prepare .bench-strided [rule|line|taps]   # here
+    python3 benchmarks/run_on_gpu.py .bench-strided results.json                # there
+    ./dev python -m benchmarks.strided_gpu report results.json [rule|line|taps]      # here
+
+`taps` times per-phase with its 1-tap GEMMs' tap kept by a barrier (as
+built) and folded into the GEMM's map (`modules.taps_folded`), beside
+col2im and upstream, on the ungrouped layers wider than 4 channels, and
+compiles the folded build of a 3x3 stride-3 layer (nine 1-tap phases).
 
 (Until commit 828b4bc it also timed a gather placement of the phases,
 since removed: `h100_placement_2026-11-23.json`.)
@@ -55,6 +60,14 @@ LINE_SHAPES = (
     Shape("3x3 s2 n32 c384 k384 28x28", 32, 384, 384, (28, 28), 3, 2, 1),
 )
 
+# Ungrouped strided layers wider than 4 channels with kernels larger than
+# 1x1 (where the GPU rule picks between per-phase and col2im), and a
+# stride-3 layer whose phases all have one tap.
+TAP_SHAPES = (
+    *(s for s in (*STRIDED, *RULE_SHAPES) if s.kernel > 1 and s.groups == 1 and s.c > 4),
+    Shape("3x3 s3 n32 c64 k64 90x90", 32, 64, 64, (90, 90), 3, 3, 1),
+)
+
 
 def _forms(shape: Shape) -> tuple[str, ...]:
     if shape.kernel == 1:
@@ -69,11 +82,20 @@ def variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
         yield form, modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", form), ()
 
 
+def tap_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+    """upstream, per-phase with the tap kept and folded, and col2im."""
+    yield "upstream", modules.raw_torch(shape, modules.GRAD_INPUT_ONLY), modules.UPSTREAM_FLAGS
+    yield "per-phase", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", "per-phase"), ()
+    with modules.taps_folded():
+        yield "per-phase-folded", modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda", "per-phase"), ()
+    yield "col2im", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", "col2im"), ()
+
+
 def prepare(folder: Path, shapes: Sequence[Shape]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     manifest = []
     for index, shape in enumerate(shapes):
-        for name, text, flags in variants(shape):
+        for name, text, flags in (tap_variants if shapes is TAP_SHAPES else variants)(shape):
             manifest.append(modules.compiled_entry(folder, text, "cuda", flags, shape=shape.name, mask="grad_input",
                                                    variant=name, vmfb=f"p{index}-{name}.vmfb",
                                                    inputs=modules.input_specs(shape)))
@@ -85,5 +107,5 @@ def prepare(folder: Path, shapes: Sequence[Shape]) -> None:
 
 if __name__ == "__main__":
     command, path = sys.argv[1], Path(sys.argv[2])
-    shapes = {"rule": RULE_SHAPES, "line": LINE_SHAPES}.get(sys.argv[3] if sys.argv[3:] else "", STRIDED)
+    shapes = {"rule": RULE_SHAPES, "line": LINE_SHAPES, "taps": TAP_SHAPES}.get(sys.argv[3] if sys.argv[3:] else "", STRIDED)
     prepare(path, shapes) if command == "prepare" else print_variant_table(path, shapes)
