@@ -69,6 +69,14 @@ def lowered_uncached(shape: Shape, mask: tuple[bool, bool, bool], target: str = 
 
 
 @contextlib.contextmanager
+def weave(form: str, name: str) -> Iterator[None]:
+    """Lowerings inside the block weave `form`'s phases `name`'s way on GPU
+    targets (`convolution_backward_phases.GPU_WEAVE`)."""
+    with mock.patch.dict(phases.GPU_WEAVE, {form: name}):
+        yield
+
+
+@contextlib.contextmanager
 def taps_folded() -> Iterator[None]:
     """Lowerings inside the block make no `barriers.mark`: IREE folds the
     tap copy of a weight-first GEMM into the GEMM's indexing map."""

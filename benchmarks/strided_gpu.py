@@ -4,14 +4,20 @@ grad_output) against upstream, torch eager and, for 1x1 kernels, IREE's
 own matmul of the same GEMM; grad_input only, every strided shape of
 issues 3 and 5 (STRIDED) or more strided layers (RULE_SHAPES).
 
-    ./dev python -m benchmarks.strided_gpu prepare .bench-strided [rule|line|taps]   # here
+    ./dev python -m benchmarks.strided_gpu prepare .bench-strided [rule|line|taps|weave|one-tap]   # here
     python3 benchmarks/run_on_gpu.py .bench-strided results.json                # there
-    ./dev python -m benchmarks.strided_gpu report results.json [rule|line|taps]      # here
+    ./dev python -m benchmarks.strided_gpu report results.json [rule|line|taps|weave|one-tap]      # here
 
 `taps` times per-phase with its 1-tap GEMMs' tap kept by a barrier (as
 built) and folded into the GEMM's map (`modules.taps_folded`), beside
 col2im and upstream, on the ungrouped layers wider than 4 channels, and
 compiles the folded build of a 3x3 stride-3 layer (nine 1-tap phases).
+`weave` times per-phase and col2im with the phases woven as built and the
+other way (`GPU_WEAVE`: a stack and a gather, or the grid weave that
+reads every phase for each element; `modules.weave`), on every ungrouped strided layer
+with a kernel larger than 1x1, and the sub-pixel and direct forms of the
+stride-3 layer. `one-tap` times the forms on layers whose phases all
+have one tap (stride >= kernel).
 
 (Until commit 828b4bc it also timed a gather placement of the phases,
 since removed: `h100_placement_2026-11-23.json`.)
@@ -23,6 +29,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Iterator, Sequence
+
+from iree_bwdconv.patterns import convolution_backward_phases as phases
 
 from . import modules
 from .forms import RESNET50_H100
@@ -68,6 +76,21 @@ TAP_SHAPES = (
     Shape("3x3 s3 n32 c64 k64 90x90", 32, 64, 64, (90, 90), 3, 3, 1),
 )
 
+WEAVE_SHAPES = (
+    *(s for s in (*STRIDED, *RULE_SHAPES) if s.kernel > 1 and s.groups == 1),
+    TAP_SHAPES[-1],
+)
+
+# Layers whose phases all have one tap (stride >= kernel): patchify stems
+# and downsampling layers (ConvNeXt's), and a 3x3 stride-3 layer.
+ONE_TAP_SHAPES = (
+    TAP_SHAPES[-1],
+    Shape("3x3 s3 n32 c256 k256 42x42", 32, 256, 256, (42, 42), 3, 3, 0),
+    Shape("2x2 s2 n32 c96 k192 56x56 (ConvNeXt downsample)", 32, 96, 192, (56, 56), 2, 2, 0),
+    Shape("2x2 s2 n32 c384 k768 14x14 (ConvNeXt downsample)", 32, 384, 768, (14, 14), 2, 2, 0),
+    Shape("4x4 s4 n32 c3 k96 224x224 (ConvNeXt stem)", 32, 3, 96, (224, 224), 4, 4, 0),
+)
+
 
 def _forms(shape: Shape) -> tuple[str, ...]:
     if shape.kernel == 1:
@@ -91,11 +114,34 @@ def tap_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
     yield "col2im", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", "col2im"), ()
 
 
-def prepare(folder: Path, shapes: Sequence[Shape]) -> None:
+def weave_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+    """upstream, and per-phase and col2im with each weave."""
+    yield "upstream", modules.raw_torch(shape, modules.GRAD_INPUT_ONLY), modules.UPSTREAM_FLAGS
+    for form in ("per-phase", "col2im"):
+        yield form, modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", form), ()
+        other = "grid" if phases.GPU_WEAVE[form] == "gather" else "gather"
+        with modules.weave(form, other):
+            yield f"{form}-{other}", modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda", form), ()
+    if shape.stride == shape.kernel:
+        for form in ("sub-pixel", "direct"):
+            yield form, modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", form), ()
+
+
+def one_tap_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+    """upstream, the rule's pick, per-phase, col2im and the direct form."""
+    yield "upstream", modules.raw_torch(shape, modules.GRAD_INPUT_ONLY), modules.UPSTREAM_FLAGS
+    for form in ("auto", "per-phase", "col2im", "direct"):
+        yield form, modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", form), ()
+
+
+_VARIANTS = {"taps": tap_variants, "weave": weave_variants, "one-tap": one_tap_variants}
+
+
+def prepare(folder: Path, shapes: Sequence[Shape], mode: str = "") -> None:
     folder.mkdir(parents=True, exist_ok=True)
     manifest = []
     for index, shape in enumerate(shapes):
-        for name, text, flags in (tap_variants if shapes is TAP_SHAPES else variants)(shape):
+        for name, text, flags in _VARIANTS.get(mode, variants)(shape):
             manifest.append(modules.compiled_entry(folder, text, "cuda", flags, shape=shape.name, mask="grad_input",
                                                    variant=name, vmfb=f"p{index}-{name}.vmfb",
                                                    inputs=modules.input_specs(shape)))
@@ -107,5 +153,7 @@ def prepare(folder: Path, shapes: Sequence[Shape]) -> None:
 
 if __name__ == "__main__":
     command, path = sys.argv[1], Path(sys.argv[2])
-    shapes = {"rule": RULE_SHAPES, "line": LINE_SHAPES, "taps": TAP_SHAPES}.get(sys.argv[3] if sys.argv[3:] else "", STRIDED)
-    prepare(path, shapes) if command == "prepare" else print_variant_table(path, shapes)
+    mode = sys.argv[3] if sys.argv[3:] else ""
+    shapes = {"rule": RULE_SHAPES, "line": LINE_SHAPES, "taps": TAP_SHAPES, "weave": WEAVE_SHAPES,
+              "one-tap": ONE_TAP_SHAPES}.get(mode, STRIDED)
+    prepare(path, shapes, mode) if command == "prepare" else print_variant_table(path, shapes)

@@ -37,6 +37,15 @@
 // CHECK-NOT:     tensor.extract_slice
 // CHECK-NOT:     tensor.insert_slice
 // CHECK:         return
+// On GPU targets the four phases go into one stack [s, s, n, c, q, q], each a
+// contiguous block, and one gather reads each element of grad_input from
+// its phase's block at (i mod s, i floordiv s): no grid, nothing to cut.
+// GPU-LABEL: func.func @grad_input_2d_s2_p1_d1_g1_f32
+// GPU-COUNT-4: tensor.insert_slice %{{.*}} into %{{.*}}[{{[01]}}, {{[01]}}, 0, 0, 0, 0] [1, 1, 2, 3, 4, 4] [1, 1, 1, 1, 1, 1] : tensor<1x1x2x3x4x4xf32> into tensor<2x2x2x3x4x4xf32>
+// GPU:         %[[DX:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<2x3x8x8xf32>)
+// GPU:           tensor.extract %{{.*}} : tensor<2x2x2x3x4x4xf32>
+// GPU-NOT:     tensor.extract_slice
+// GPU:         torch_c.from_builtin_tensor %[[DX]]
 // The same in the sub-pixel form: one contraction whose output is laid out
 // [q, residue] per dim (zero taps where a residue has fewer), then a reshape
 // interleaves the phases and a slice crops at p.

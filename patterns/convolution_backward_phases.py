@@ -43,6 +43,10 @@ from iree_bwdconv.linalg_builders import PARALLEL, REDUCTION
 from iree_bwdconv.spec import ConvBackwardSpec
 
 ROOT = "torch.aten.convolution_backward"
+# How each form weaves its phases into grad_input on GPU targets: "gather"
+# (`contraction_forms.interleave_by_gather`) or "grid"
+# (`contraction_forms.interleave`, the CPU's); docs/performance.md, "The weave".
+GPU_WEAVE = {"per-phase": "gather", "col2im": "grid"}
 BENEFIT = 2  # preferred over the direct form wherever it applies
 
 
@@ -180,7 +184,7 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
         (phases,) = live
         window = lb.window(grad_output, [ph.position_window(n) for ph, n in zip(phases, rows)])
         part = forms.im2col_matmul(window, weight, [1] * r, lb.element_type(gradients.ACCUMULATOR))
-        return _weave(spec, {_position_residues(phases): part}, batch)
+        return _weave(spec, {_position_residues(phases): part}, batch, "per-phase")
     if len(live) == 1:
         # One live phase (a 1x1 kernel): its own rows alone go into a zero
         # grad_input with stride s. On the H100 this ran 1.85 ms against the
@@ -200,7 +204,7 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
     windows = _phase_windows(spec, dy, live, rows)
     parts = {_position_residues(phases): _phase_contraction(spec, window, w, phases, rows)
              for phases, window in zip(live, windows)}
-    return _weave(spec, parts, batch)
+    return _weave(spec, parts, batch, "per-phase")
 
 
 def _position_residues(phases: tuple[geometry.Phase, ...]) -> tuple[int, ...]:
@@ -225,16 +229,22 @@ def grad_input_col2im(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
     if not live:
         return gradients.zeros_like_input(spec, grad_output)
     parts = col2im.phase_sums(spec, grad_output, weight, live, rows)
-    return _weave(spec, parts, lb.sizes_of(grad_output)[0])
+    return _weave(spec, parts, lb.sizes_of(grad_output)[0], "col2im")
 
 
-def _weave(spec: ConvBackwardSpec, parts: dict[tuple[int, ...], ir.Value], batch: lb.Size) -> ir.Value:
-    """The phases, keyed by position residue, woven into the position grid,
+def _weave(spec: ConvBackwardSpec, parts: dict[tuple[int, ...], ir.Value], batch: lb.Size, form: str) -> ir.Value:
+    """The phases, keyed by position residue, woven into grad_input: on GPU
+    targets as `GPU_WEAVE` says for `form`, else into the position grid,
     collapsed to positions q*s + rho and cut to grad_input's size (nothing
-    to cut where the strides divide it). (Gathering each element of
-    grad_input from its phase instead, which skips the grid, ran up to 1.3x
-    slower on the H100: docs/performance.md.)"""
+    to cut where the strides divide it). The gather reads each phase's
+    element once where the grid weave reads every phase (9 at stride 3 in
+    2-D: 600 us of 920 on the H100) and needs no cut; col2im keeps the
+    grid, into which IREE fuses col2im's sums of taps (the gather left them
+    a dispatch per phase: 1.4x slower on the narrow layers)."""
     r = spec.spatial_rank
+    if targets.current() != "cpu" and GPU_WEAVE[form] == "gather":
+        dx = forms.interleave_by_gather(parts, spec.stride, spec.input_spatial, lb.element_type(spec.dtype))
+        return lb.collapse_dims(dx, 1) if ir.RankedTensorType(dx.type).rank == 3 + r else dx
     grid = forms.interleave(parts, spec.stride, lb.element_type(spec.dtype))
     lead = ir.RankedTensorType(grid.type).rank - 2 * r
     for axis in range(r):  # [.., q, s, ..] -> [.., q*s, ..]
