@@ -128,10 +128,13 @@ def weave_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
 
 
 def one_tap_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
-    """upstream, the rule's pick, per-phase, col2im and the direct form."""
+    """upstream, the rule's pick, per-phase, col2im (with each weave) and the direct form."""
     yield "upstream", modules.raw_torch(shape, modules.GRAD_INPUT_ONLY), modules.UPSTREAM_FLAGS
     for form in ("auto", "per-phase", "col2im", "direct"):
         yield form, modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", form), ()
+    other = "grid" if phases.GPU_WEAVE["col2im"] == "gather" else "gather"
+    with modules.weave("col2im", other):
+        yield f"col2im-{other}", modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda", "col2im"), ()
 
 
 _VARIANTS = {"taps": tap_variants, "weave": weave_variants, "one-tap": one_tap_variants}
