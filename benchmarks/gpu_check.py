@@ -69,6 +69,8 @@ _LAYERS = (
     _layer("3x1_s2", 8, 64, 64, 28, (3, 1), 2, 0, 1, "auto"),
     _layer("3x3_s3_c64_per_phase", 8, 64, 64, 31, 3, 3, 1, 1, "per-phase"),  # nine 1-tap phases, odd size
     _layer("2x2_s2_c96", 8, 96, 192, 28, 2, 2, 0, 1, "auto"),
+    _layer("5x5_s2_c64", 8, 64, 64, 28, 5, 2, 2, 1, "auto"),  # per-phase by the rule
+    _layer("7x7_s2_c16", 8, 16, 64, 56, 7, 2, 3, 1, "auto"),
     _layer("transposed_1x1_s2", 8, 64, 128, 14, 1, 2, 0, 1, "auto", kind="transposed"),
     _layer("transposed_3x3_s2", 8, 64, 64, 14, 3, 2, 1, 1, "auto", kind="transposed"),
     _layer("forward_1x1_s1", 8, 64, 128, 28, 1, 1, 0, 1, "auto", kind="forward"),
@@ -79,7 +81,7 @@ _LAYERS = (
     _layer("upstream_3x3_s2_c64", 8, 64, 64, 25, 3, 2, 1, 1, "-", kind="upstream"),
 )
 # bf16, in the forms the rule picks.
-_BF16 = ("3x3_s2_c64", "3x3_s3_c64_per_phase", "1x1_s2", "1x1_s1", "1x1_s2_odd", "1x1_s2_g4", "3x3_s2_c3", "3x3_s2_g32", "3x3_s1_c64", "forward_1x1_s1")
+_BF16 = ("3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1", "1x1_s2_odd", "1x1_s2_g4", "3x3_s2_c3", "3x3_s2_g32", "3x3_s1_c64", "forward_1x1_s1")
 # Cases whose results IREE 3.13's CUDA code got wrong on the H100 when last
 # run, with what is known; `check_on_gpu.py` reports them apart.
 KNOWN_WRONG = {

@@ -329,6 +329,11 @@ def grad_input_subpixel(spec: ConvBackwardSpec, grad_output: ir.Value, weight: i
 
 
 FORMS = ("auto", "per-phase", "sub-pixel", "col2im", "direct")
+# GPU targets: per-phase, not col2im, for ungrouped kernels at least this
+# wide in every dim, with more than NARROW_CHANNELS input channels
+# (`choose_form`; measured on 2-D 5x5 and 7x7 kernels).
+GPU_PER_PHASE_KERNEL = 5
+NARROW_CHANNELS = 4
 FORM_VARIABLE = "IREE_BWDCONV_GRAD_INPUT_FORM"
 
 
@@ -348,15 +353,15 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     one phase is the weight-first GEMM (`_weight_first_part`), right in
     f16 and 1.8x-4.1x faster than col2im's matmul per image on the H100;
     grouped, a convolution widened to f32 (`_weight_first_applies` says
-    why). Larger ungrouped kernels: col2im. Per-phase is right in f16 now
-    that its 1-tap phases are weight-first GEMMs (`computes_in_f32`), and
-    with the tap folded into the GEMM's map it ran 1.1x-1.6x faster than
-    col2im on 7 of 9 layers wider than 4 channels, but that IR failed to
-    compile for 3x3 stride 3; with the tap kept behind the barrier, as it
-    is built, it ran slower than col2im on the issue-3 layers (Retinanet
-    0.62 ms against 0.54; docs/performance.md, "Per-phase again"), so the
-    rule keeps col2im. Grouped kernels larger than 1x1: the direct form
-    (g32 3x3: 8.1 ms, per-phase in f32 9.4).
+    why). Larger ungrouped kernels: col2im, but per-phase for kernels 5
+    or more wide in every dim, with more than 4 input channels: there
+    per-phase (its 1-tap phases weight-first GEMMs, right in f16, woven by
+    a gather) ran 1.09x-1.7x faster than col2im on 4 of 6 layers and
+    1.07x-1.09x slower on two (2 of the 3 layers kept out to test the
+    line; docs/performance.md, "The weave"). With 3x3 kernels neither form
+    leads (per-phase faster on 5 of 10 wider layers). Grouped kernels
+    larger than 1x1: the direct form (g32 3x3: 8.1 ms, per-phase in f32
+    9.4).
     The sub-pixel form ran 1.3x to 16x slower than per-phase on 6 of 7
     shapes, so it is never picked; it is refused where the phases are not
     aligned (d/gcd(d, s) > 1).
@@ -380,7 +385,10 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     if targets.current() != "cpu":
         if one_tap:
             return "per-phase"
-        return "col2im" if spec.groups == 1 else "direct"
+        if spec.groups > 1:
+            return "direct"
+        wide_kernel = min(spec.kernel) >= GPU_PER_PHASE_KERNEL and spec.in_channels > NARROW_CHANNELS
+        return "per-phase" if wide_kernel else "col2im"
     if one_tap:
         return "per-phase"
     return "col2im" if spec.groups == 1 else "direct"

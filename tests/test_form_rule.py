@@ -24,8 +24,11 @@ def spec(channels: int, out_channels: int, kernel: int, stride: int, padding: in
     (3, 64, 7, 2, 3, 1, "col2im", "col2im"),       # ResNet-50's stem: narrow
     (3, 64, 5, 2, 2, 1, "col2im", "col2im"),
     (3, 32, 3, 2, 1, 1, "col2im", "col2im"),       # c3 k32 940x1450, MobileNet's stem
-    (16, 64, 7, 2, 3, 1, "col2im", "col2im"),      # per-phase's on the GPU until its f16 was found wrong
-    (64, 64, 5, 2, 2, 1, "col2im", "col2im"),
+    (16, 64, 7, 2, 3, 1, "per-phase", "col2im"),   # 5 or more wide, more than 4 channels
+    (64, 64, 5, 2, 2, 1, "per-phase", "col2im"),
+    (5, 64, 5, 2, 2, 1, "per-phase", "col2im"),
+    (4, 64, 5, 2, 2, 1, "col2im", "col2im"),       # narrow
+    (64, 64, 4, 4, 0, 1, "col2im", "col2im"),      # 16 taps (ConvNeXt's 4x4 stride 4)
     (128, 128, 3, 2, 1, 1, "col2im", "col2im"),
     (8, 32, 3, 2, 1, 1, "col2im", "col2im"),
     (3, 8, 1, 2, 0, 1, "per-phase", "per-phase"),  # a 1x1 kernel: one GEMM (weight first on GPUs)
