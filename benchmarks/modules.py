@@ -77,6 +77,14 @@ def weave(form: str, name: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def tap_table_per_phase() -> Iterator[None]:
+    """Lowerings inside the block gather each per-phase table in its own op,
+    as before `convolution_backward_phases._all_tap_tables`."""
+    with mock.patch.object(phases, "_all_tap_tables", lambda spec, weight, live: [None] * len(live)):
+        yield
+
+
+@contextlib.contextmanager
 def taps_folded() -> Iterator[None]:
     """Lowerings inside the block make no `barriers.mark`: IREE folds the
     tap copy of a weight-first GEMM into the GEMM's indexing map."""

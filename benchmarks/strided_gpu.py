@@ -4,9 +4,9 @@ grad_output) against upstream, torch eager and, for 1x1 kernels, IREE's
 own matmul of the same GEMM; grad_input only, every strided shape of
 issues 3 and 5 (STRIDED) or more strided layers (RULE_SHAPES).
 
-    ./dev python -m benchmarks.strided_gpu prepare .bench-strided [rule|line|taps|weave|one-tap|wide]   # here
+    ./dev python -m benchmarks.strided_gpu prepare .bench-strided [rule|line|taps|weave|one-tap|wide|tables]   # here
     python3 benchmarks/run_on_gpu.py .bench-strided results.json                # there
-    ./dev python -m benchmarks.strided_gpu report results.json [rule|line|taps|weave|one-tap|wide]      # here
+    ./dev python -m benchmarks.strided_gpu report results.json [rule|line|taps|weave|one-tap|wide|tables]      # here
 
 `taps` times per-phase with its 1-tap GEMMs' tap kept by a barrier (as
 built) and folded into the GEMM's map (`modules.taps_folded`), beside
@@ -18,7 +18,9 @@ reads every phase for each element; `modules.weave`), on every ungrouped strided
 with a kernel larger than 1x1, and the sub-pixel and direct forms of the
 stride-3 layer. `one-tap` times the forms on layers whose phases all
 have one tap (stride >= kernel); `wide` times per-phase and col2im on
-held-out layers with kernels 5 or more wide (`WIDE_SHAPES`).
+held-out layers with kernels 5 or more wide (`WIDE_SHAPES`); `tables`
+times per-phase with its tap tables gathered by one op and by one op per
+phase, beside col2im and upstream (`TABLE_SHAPES`).
 
 (Until commit 828b4bc it also timed a gather placement of the phases,
 since removed: `h100_placement_2026-11-23.json`.)
@@ -148,7 +150,25 @@ def form_pair_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]
 # that drew the GPU rule's line for wide kernels, to test it.
 WIDE_SHAPES = tuple(s for s in LINE_SHAPES if s.kernel >= 5)
 
-_VARIANTS = {"taps": tap_variants, "weave": weave_variants, "one-tap": one_tap_variants, "wide": form_pair_variants}
+def table_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+    """upstream, per-phase with its tap tables in one op (as built) and one
+    op per phase, and col2im."""
+    yield "upstream", modules.raw_torch(shape, modules.GRAD_INPUT_ONLY), modules.UPSTREAM_FLAGS
+    yield "per-phase", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", "per-phase"), ()
+    with modules.tap_table_per_phase():
+        yield "per-phase-own-tables", modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda", "per-phase"), ()
+    yield "col2im", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", "col2im"), ()
+
+
+# Ungrouped layers wider than 4 channels with kernels larger than 1x1, and
+# (after them) the held-out LINE_SHAPES.
+TABLE_SHAPES = (
+    *(s for s in (*STRIDED, *RULE_SHAPES, *ONE_TAP_SHAPES[1:4]) if s.kernel > 1 and s.groups == 1 and s.c > 4),
+    TAP_SHAPES[-1],
+    *LINE_SHAPES,
+)
+
+_VARIANTS = {"tables": table_variants, "taps": tap_variants, "weave": weave_variants, "one-tap": one_tap_variants, "wide": form_pair_variants}
 
 
 def prepare(folder: Path, shapes: Sequence[Shape], mode: str = "") -> None:
@@ -169,5 +189,6 @@ if __name__ == "__main__":
     command, path = sys.argv[1], Path(sys.argv[2])
     mode = sys.argv[3] if sys.argv[3:] else ""
     shapes = {"rule": RULE_SHAPES, "line": LINE_SHAPES, "taps": TAP_SHAPES, "weave": WEAVE_SHAPES,
-              "one-tap": ONE_TAP_SHAPES, "wide": WIDE_SHAPES}.get(mode, STRIDED)
+              "one-tap": ONE_TAP_SHAPES, "wide": WIDE_SHAPES,
+              "tables": TABLE_SHAPES}.get(mode, STRIDED)
     prepare(path, shapes, mode) if command == "prepare" else print_variant_table(path, shapes)

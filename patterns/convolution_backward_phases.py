@@ -51,7 +51,8 @@ BENEFIT = 2  # preferred over the direct form wherever it applies
 
 
 def _phase_contraction(
-    spec: ConvBackwardSpec, window: ir.Value, weight: ir.Value, phases: tuple[geometry.Phase, ...], rows: list[int]
+    spec: ConvBackwardSpec, window: ir.Value, weight: ir.Value, phases: tuple[geometry.Phase, ...], rows: list[int],
+    table: Optional[ir.Value] = None,
 ) -> ir.Value:
     """dx_r[n,g,c,q] = sum_{f,j} window[n,g,f,q + D*j] * T_r[g,c,f,j] in f32
     for `rows` rows, where `window` is the part of dy the phase reads for
@@ -69,6 +70,10 @@ def _phase_contraction(
     c_in = spec.in_channels // groups
     channels = [groups, c_in] if groups > 1 else [c_in]
     init = lb.zeros([lb.sizes_of(window)[0], *channels, *rows], lb.element_type(gradients.ACCUMULATOR))
+    if table is not None:  # [c, f] for a weight-first GEMM, else the convolution's [(g,) c, f, *j]
+        if ir.RankedTensorType(table.type).rank == 2:
+            return forms.weight_first_gemm(table, window, init)
+        return forms.conv(window, table, init, [1] * r, [ph.tap_dilation for ph in phases])
     if targets.current() != "cpu" and groups == 1 and all(ph.taps == 1 for ph in phases):
         return forms.weight_first_gemm(_one_tap(weight, [ph.first_tap for ph in phases]), window, init)
     taps = weight
@@ -202,9 +207,69 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
         dx = lb.insert_strided(lb.convert(part, dtype), dx, [0] * lead + offsets, [1] * lead + list(spec.stride))
         return lb.collapse_dims(dx, 1) if groups > 1 else dx
     windows = _phase_windows(spec, dy, live, rows)
-    parts = {_position_residues(phases): _phase_contraction(spec, window, w, phases, rows)
-             for phases, window in zip(live, windows)}
+    one_table = targets.current() != "cpu" and max(spec.kernel) < GPU_PER_PHASE_KERNEL
+    tables = _all_tap_tables(spec, w, live) if one_table else [None] * len(live)
+    parts = {_position_residues(phases): _phase_contraction(spec, window, w, phases, rows, table)
+             for phases, window, table in zip(live, windows, tables)}
     return _weave(spec, parts, batch, "per-phase")
+
+
+def _all_tap_tables(spec: ConvBackwardSpec, weight: ir.Value, live: list[tuple[geometry.Phase, ...]]) -> list[ir.Value]:
+    """Every live phase's reversed taps, gathered by one op into one flat
+    buffer (kept by the barrier) that holds each phase's table as a
+    contiguous block: `[c, f]` for an ungrouped phase of one tap (the
+    weight-first GEMM's operand), else `[(g,) c, f, *j]`, the
+    convolution's filter. A gather per phase was a dispatch per phase on
+    IREE's GPU code (`_tap_table`, `_one_tap`), and GPU calls pay for each
+    dispatch: Retinanet's grad_input took 0.31-0.33 ms on the H100 with one
+    table against 0.47-0.54 with a table per phase (docs/performance.md,
+    "One tap table"). Kernels 5 or more wide keep a table per phase, which
+    ran 1.03x-1.15x faster there on all five layers measured."""
+    g, f_out, c_in = lb.sizes_of(weight)[:3]
+    shapes = []
+    for phases in live:
+        taps = [ph.taps for ph in phases]
+        if spec.groups == 1 and all(n == 1 for n in taps):
+            shapes.append([c_in, f_out])
+        else:
+            shapes.append(([g] if spec.groups > 1 else []) + [c_in, f_out] + taps)
+    sizes = [math.prod(shape) for shape in shapes]
+    offsets = list(itertools.accumulate([0] + sizes[:-1]))
+    elem = ir.RankedTensorType(weight.type).element_type
+    out = tensor.EmptyOp([sum(sizes)], elem).result
+    index_type = ir.IndexType.get()
+    const = lambda v: arith.constant(index_type, v)  # noqa: E731
+
+    @linalg.generic([], [out], [ir.AffineMap.get_identity(1)], [PARALLEL])
+    def flat(_):
+        position = linalg.IndexOp(0).result
+        chosen: Optional[list[ir.Value]] = None
+        for phases, offset in zip(live, offsets):
+            local = arith.subi(position, const(offset))
+            # [g, c, f, *j] of this phase; a missing dim reads 0.
+            dims = [g if spec.groups > 1 else 1, c_in, f_out, *(ph.taps for ph in phases)]
+            index = []
+            for size in reversed(dims):
+                index.append(arith.remui(local, const(size)))
+                local = arith.divui(local, const(size))
+            gi, ci, fi, *ji = reversed(index)
+            # Reversed taps: tap j of a phase reads k = first + (taps - 1 - j) * step.
+            ks = [arith.subi(const(ph.first_tap + (ph.taps - 1) * ph.tap_step), arith.muli(j, const(ph.tap_step)))
+                  for ph, j in zip(phases, ji)]
+            candidate = [gi, fi, ci, *ks]
+            if chosen is None:
+                chosen = candidate
+            else:
+                here = arith.cmpi(arith.CmpIPredicate.uge, position, const(offset))
+                chosen = [arith.select(here, new, old) for new, old in zip(candidate, chosen)]
+        return tensor.extract(weight, chosen)
+
+    flat = barriers.mark(flat)
+    tables = []
+    for shape, size, offset in zip(shapes, sizes, offsets):
+        block = lb.extract(flat, [offset], [size])
+        tables.append(lb.expand_axis(block, 0, shape))
+    return tables
 
 
 def _position_residues(phases: tuple[geometry.Phase, ...]) -> tuple[int, ...]:
@@ -329,11 +394,12 @@ def grad_input_subpixel(spec: ConvBackwardSpec, grad_output: ir.Value, weight: i
 
 
 FORMS = ("auto", "per-phase", "sub-pixel", "col2im", "direct")
-# GPU targets: per-phase, not col2im, for ungrouped kernels at least this
-# wide in every dim, with more than NARROW_CHANNELS input channels
-# (`choose_form`; measured on 2-D 5x5 and 7x7 kernels).
-GPU_PER_PHASE_KERNEL = 5
+# GPU targets: col2im, not per-phase, for ungrouped kernels with at most
+# this many input channels (`choose_form`).
 NARROW_CHANNELS = 4
+# GPU per-phase: one tap table for every phase (`_all_tap_tables`) for
+# kernels narrower than this in every dim, a table per phase otherwise.
+GPU_PER_PHASE_KERNEL = 5
 FORM_VARIABLE = "IREE_BWDCONV_GRAD_INPUT_FORM"
 
 
@@ -353,13 +419,14 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     one phase is the weight-first GEMM (`_weight_first_part`), right in
     f16 and 1.8x-4.1x faster than col2im's matmul per image on the H100;
     grouped, a convolution widened to f32 (`_weight_first_applies` says
-    why). Larger ungrouped kernels: col2im, but per-phase for kernels 5
-    or more wide in every dim, with more than 4 input channels: there
-    per-phase (its 1-tap phases weight-first GEMMs, right in f16, woven by
-    a gather) ran 1.09x-1.7x faster than col2im on 4 of 6 layers and
-    1.07x-1.09x slower on two (2 of the 3 layers kept out to test the
-    line; docs/performance.md, "The weave"). With 3x3 kernels neither form
-    leads (per-phase faster on 5 of 10 wider layers). Grouped kernels
+    why). Larger ungrouped kernels with more than 4 input channels:
+    per-phase (its 1-tap phases weight-first GEMMs, right in f16; its
+    phases woven by a gather; its tap tables gathered by one op for
+    kernels narrower than 5): faster than col2im on 16 of 23 such layers
+    on the H100, level (within 3%) on 4, slower on 3 (by 1.10x-1.32x: 3x3
+    c1024 14x14, 2x2 c384 14x14, 5x5 c64 k256); 8 of the 23 had no part in
+    drawing the rule (docs/performance.md, "One tap table"). With 4 or fewer
+    channels: col2im (per-phase 2x-3x slower). Grouped kernels
     larger than 1x1: the direct form (g32 3x3: 8.1 ms, per-phase in f32
     9.4).
     The sub-pixel form ran 1.3x to 16x slower than per-phase on 6 of 7
@@ -387,8 +454,7 @@ def choose_form(spec: ConvBackwardSpec) -> str:
             return "per-phase"
         if spec.groups > 1:
             return "direct"
-        wide_kernel = min(spec.kernel) >= GPU_PER_PHASE_KERNEL and spec.in_channels > NARROW_CHANNELS
-        return "per-phase" if wide_kernel else "col2im"
+        return "per-phase" if spec.in_channels > NARROW_CHANNELS else "col2im"
     if one_tap:
         return "per-phase"
     return "col2im" if spec.groups == 1 else "direct"
