@@ -12,7 +12,7 @@ from unittest import mock
 
 import torch
 
-from iree_bwdconv import barriers, lowering, pipeline
+from iree_bwdconv import barriers, lowering, pipeline, tap_tables
 from iree_bwdconv.errors import PipelineError
 from iree_bwdconv.functional import ConvolutionBackward, spec_of
 from iree_bwdconv.patterns import convolution_backward_phases as phases
@@ -79,8 +79,8 @@ def weave(form: str, name: str) -> Iterator[None]:
 @contextlib.contextmanager
 def tap_table_per_phase() -> Iterator[None]:
     """Lowerings inside the block gather each per-phase table in its own op,
-    as before `convolution_backward_phases._all_tap_tables`."""
-    with mock.patch.object(phases, "_all_tap_tables", lambda spec, weight, live: [None] * len(live)):
+    as before `tap_tables.all_tap_tables`."""
+    with mock.patch.object(tap_tables, "all_tap_tables", lambda spec, weight, live: [None] * len(live)):
         yield
 
 

@@ -10,6 +10,9 @@ computed for every row of the position grid `[q, rho]` (`rho = i mod s`,
 zero-padded span, and one elementwise op weaves the phases into the grid
 (`contraction_forms.interleave`), which is collapsed to positions
 `q*s + rho`: grad_input, cut at its end where s does not divide its size.
+On GPU targets per-phase instead writes each phase as a block of one stack
+and gathers grad_input from it (`contraction_forms.interleave_by_gather`),
+and gathers every phase's taps with one op (`tap_tables.all_tap_tables`).
 (A grid of `i + p`, cropped at p, cost a copy of grad_input on IREE's GPU
 code: 42 us of the 315 of ResNet-50's 3x3 c512 14x14 layer on the H100.)
 (Unit-stride inserts into such a grid were tried first: IREE 3.13 folds
@@ -33,10 +36,9 @@ import os
 from typing import Optional
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, linalg, tensor
 from torch_mlir.rewrite import PatternRewriter
 
-from iree_bwdconv import barriers, col2im, geometry, gradients, targets
+from iree_bwdconv import col2im, geometry, gradients, tap_tables, targets
 from iree_bwdconv import contraction_forms as forms
 from iree_bwdconv import linalg_builders as lb
 from iree_bwdconv.linalg_builders import PARALLEL, REDUCTION
@@ -60,12 +62,14 @@ def _phase_contraction(
     weight itself for a 1x1 kernel), as a convolution (`contraction_forms.conv`).
     Without groups, dy is [n,f,..] and the result [n,c,..]. An ungrouped
     phase of one tap on a GPU target is a GEMM with the weight first
-    instead (`_one_tap`): the convolution-shaped 1-tap phase was the part
+    instead (`tap_tables.one_tap`): the convolution-shaped 1-tap phase was the part
     of this form IREE 3.13's CUDA code computed wrongly in f16.
 
-    Each phase gathers its own taps: slicing one shared table instead left a
-    non-contiguous slice inside the contraction's dispatch, which IREE 3.13's
-    CUDA backend fails to bufferize (5x5 stride 2)."""
+    Without `table` each phase gathers its own taps. A `table` from
+    `tap_tables.all_tap_tables` is a contiguous block of one buffer: slicing one
+    shared table of every tap instead left a non-contiguous slice inside the
+    contraction's dispatch, which IREE 3.13's CUDA backend fails to
+    bufferize (5x5 stride 2)."""
     r, groups = spec.spatial_rank, spec.groups
     c_in = spec.in_channels // groups
     channels = [groups, c_in] if groups > 1 else [c_in]
@@ -75,10 +79,10 @@ def _phase_contraction(
             return forms.weight_first_gemm(table, window, init)
         return forms.conv(window, table, init, [1] * r, [ph.tap_dilation for ph in phases])
     if targets.current() != "cpu" and groups == 1 and all(ph.taps == 1 for ph in phases):
-        return forms.weight_first_gemm(_one_tap(weight, [ph.first_tap for ph in phases]), window, init)
+        return forms.weight_first_gemm(tap_tables.one_tap(weight, [ph.first_tap for ph in phases]), window, init)
     taps = weight
     if any(k > 1 for k in spec.kernel):
-        taps = _tap_table(
+        taps = tap_tables.tap_table(
             weight,
             [(ph.first_tap + (ph.taps - 1) * ph.tap_step,) for ph in phases],
             [ph.tap_step for ph in phases],
@@ -92,29 +96,6 @@ def _phase_contraction(
     if groups == 1:
         taps = lb.collapse_dims(taps, 0)
     return forms.conv(window, taps, init, [1] * r, [ph.tap_dilation for ph in phases])
-
-
-def _one_tap(weight: ir.Value, tap: list[int]) -> ir.Value:
-    """T[c, f] = w[0, f, c, *tap]: one tap of an ungrouped kernel ([1, f, c,
-    *k]), row-major for `contraction_forms.weight_first_gemm`, made by one
-    copy whose result is marked to stay (`barriers.mark`): folded into the
-    GEMM's map, IREE 3.13's CUDA code tiled a 1x1 kernel's GEMM by 8
-    positions and failed to distribute the 3x3 stride-3 phases. The group
-    dim goes first, so that no reshape follows the marked copy:
-    torch-mlir's canonicalization folds a reshape into the op it reshapes,
-    and the mark with it."""
-    source = lb.collapse_dims(weight, 0)  # [f, c, *k]
-    f_out, c_in = lb.sizes_of(source)[:2]
-    out = tensor.EmptyOp([c_in, f_out], ir.RankedTensorType(source.type).element_type).result
-    c, f = lb.dims(2)
-    taps = [ir.AffineConstantExpr.get(k) for k in tap]
-
-    @linalg.generic([source], [out], [lb.affine_map(2, [f, c, *taps]), ir.AffineMap.get_identity(2)],
-                    [PARALLEL] * 2)
-    def result(a, _):
-        return a
-
-    return barriers.mark(result)
 
 
 def _phase_windows(
@@ -156,7 +137,7 @@ def _weight_first_applies(spec: ConvBackwardSpec) -> bool:
 
 def _weight_first_part(spec: ConvBackwardSpec, window: ir.Value, weight: ir.Value, rows: list[int]) -> ir.Value:
     """dx_r[n,c,q] = sum_f w[f,c] * window[n,f,q] in f32, for an ungrouped
-    1x1 kernel's one phase: its one tap (`_one_tap`) times dy. At stride 1
+    1x1 kernel's one phase: its one tap (`tap_tables.one_tap`) times dy. At stride 1
     the phase is all of grad_input and its positions are one dim (tiles of
     64 of them; 1 x 32 of 25 x 25 kept apart); with a stride they stay
     apart so that IREE fuses the strided insert of the result into the
@@ -167,7 +148,7 @@ def _weight_first_part(spec: ConvBackwardSpec, window: ir.Value, weight: ir.Valu
     source = forms.collapse_range(window, 2, 2 + r) if flat else window
     init = lb.zeros([lb.sizes_of(source)[0], spec.in_channels, *lb.sizes_of(source)[2:]],
                     lb.element_type(gradients.ACCUMULATOR))
-    part = forms.weight_first_gemm(_one_tap(weight, [0] * r), source, init)
+    part = forms.weight_first_gemm(tap_tables.one_tap(weight, [0] * r), source, init)
     return forms.expand_trailing(part, rows) if flat else part
 
 
@@ -208,68 +189,10 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
         return lb.collapse_dims(dx, 1) if groups > 1 else dx
     windows = _phase_windows(spec, dy, live, rows)
     one_table = targets.current() != "cpu" and max(spec.kernel) < GPU_PER_PHASE_KERNEL
-    tables = _all_tap_tables(spec, w, live) if one_table else [None] * len(live)
+    tables = tap_tables.all_tap_tables(spec, w, live) if one_table else [None] * len(live)
     parts = {_position_residues(phases): _phase_contraction(spec, window, w, phases, rows, table)
              for phases, window, table in zip(live, windows, tables)}
     return _weave(spec, parts, batch, "per-phase")
-
-
-def _all_tap_tables(spec: ConvBackwardSpec, weight: ir.Value, live: list[tuple[geometry.Phase, ...]]) -> list[ir.Value]:
-    """Every live phase's reversed taps, gathered by one op into one flat
-    buffer (kept by the barrier) that holds each phase's table as a
-    contiguous block: `[c, f]` for an ungrouped phase of one tap (the
-    weight-first GEMM's operand), else `[(g,) c, f, *j]`, the
-    convolution's filter. A gather per phase was a dispatch per phase on
-    IREE's GPU code (`_tap_table`, `_one_tap`), and GPU calls pay for each
-    dispatch: Retinanet's grad_input took 0.31-0.33 ms on the H100 with one
-    table against 0.47-0.54 with a table per phase (docs/performance.md,
-    "One tap table"). Kernels 5 or more wide keep a table per phase, which
-    ran 1.04x-1.18x faster on four of the five such layers measured."""
-    g, f_out, c_in = lb.sizes_of(weight)[:3]
-    shapes = []
-    for phases in live:
-        taps = [ph.taps for ph in phases]
-        if spec.groups == 1 and all(n == 1 for n in taps):
-            shapes.append([c_in, f_out])
-        else:
-            shapes.append(([g] if spec.groups > 1 else []) + [c_in, f_out] + taps)
-    sizes = [math.prod(shape) for shape in shapes]
-    offsets = list(itertools.accumulate([0] + sizes[:-1]))
-    elem = ir.RankedTensorType(weight.type).element_type
-    out = tensor.EmptyOp([sum(sizes)], elem).result
-    index_type = ir.IndexType.get()
-    const = lambda v: arith.constant(index_type, v)  # noqa: E731
-
-    @linalg.generic([], [out], [ir.AffineMap.get_identity(1)], [PARALLEL])
-    def flat(_):
-        position = linalg.IndexOp(0).result
-        chosen: Optional[list[ir.Value]] = None
-        for phases, offset in zip(live, offsets):
-            local = arith.subi(position, const(offset))
-            # [g, c, f, *j] of this phase; a missing dim reads 0.
-            dims = [g if spec.groups > 1 else 1, c_in, f_out, *(ph.taps for ph in phases)]
-            index = []
-            for size in reversed(dims):
-                index.append(arith.remui(local, const(size)))
-                local = arith.divui(local, const(size))
-            gi, ci, fi, *ji = reversed(index)
-            # Reversed taps: tap j of a phase reads k = first + (taps - 1 - j) * step.
-            ks = [arith.subi(const(ph.first_tap + (ph.taps - 1) * ph.tap_step), arith.muli(j, const(ph.tap_step)))
-                  for ph, j in zip(phases, ji)]
-            candidate = [gi, fi, ci, *ks]
-            if chosen is None:
-                chosen = candidate
-            else:
-                here = arith.cmpi(arith.CmpIPredicate.uge, position, const(offset))
-                chosen = [arith.select(here, new, old) for new, old in zip(candidate, chosen)]
-        return tensor.extract(weight, chosen)
-
-    flat = barriers.mark(flat)
-    tables = []
-    for shape, size, offset in zip(shapes, sizes, offsets):
-        block = lb.extract(flat, [offset], [size])
-        tables.append(lb.expand_axis(block, 0, shape))
-    return tables
 
 
 def _position_residues(phases: tuple[geometry.Phase, ...]) -> tuple[int, ...]:
@@ -319,48 +242,6 @@ def _weave(spec: ConvBackwardSpec, parts: dict[tuple[int, ...], ir.Value], batch
     return lb.extract(grid, [0] * (2 + r), [batch, spec.in_channels, *spec.input_spatial])
 
 
-def _tap_table(
-    weight: ir.Value, bases: list[tuple[int, ...]], steps: list[int], windows: list[int],
-    kernel: tuple[int, ...], residue_dims: bool = True, channels_first: bool = False,
-) -> ir.Value:
-    """T[g,f,c,*r,*u] = w[g,f,c,*k] with `k = bases[dim][r] - steps[dim]*u` per
-    dim, and 0 where any k falls outside the kernel. One gather serves every
-    phase of the sub-pixel form; a per-phase gather has one base per dim and
-    no residue dims (T[g,f,c,*u]), and with channels_first is laid out
-    T[g,c,f,*u], the filter layout of a convolution producing c."""
-    src = ir.RankedTensorType(weight.type)
-    rank = len(bases)
-    index_type = ir.IndexType.get()
-    residues = [len(b) for b in bases] if residue_dims else []
-    g, f, c = lb.sizes_of(weight)[:3]
-    sizes = ([g, c, f] if channels_first else [g, f, c]) + residues + list(windows)
-    out = tensor.EmptyOp(sizes, src.element_type).result
-    identity = ir.AffineMap.get_identity(len(sizes))
-    const = lambda v: arith.constant(index_type, v)  # noqa: E731
-    first_window = 3 + len(residues)
-
-    @linalg.generic([], [out], [identity], [PARALLEL] * len(sizes))
-    def result(_):
-        indices = [linalg.IndexOp(axis).result for axis in ((0, 2, 1) if channels_first else range(3))]
-        valid = None
-        for dim in range(rank):
-            u = linalg.IndexOp(first_window + dim).result
-            residue = linalg.IndexOp(3 + dim).result if residue_dims else None
-            base = const(bases[dim][0])
-            for r, b in enumerate(bases[dim][1:], start=1):
-                is_r = arith.cmpi(arith.CmpIPredicate.eq, residue, const(r))
-                base = arith.select(is_r, const(b), base)
-            k = arith.subi(base, arith.muli(u, const(steps[dim])))
-            inside = arith.andi(arith.cmpi(arith.CmpIPredicate.sge, k, const(0)),
-                                arith.cmpi(arith.CmpIPredicate.slt, k, const(kernel[dim])))
-            valid = inside if valid is None else arith.andi(valid, inside)
-            indices.append(arith.select(inside, k, const(0)))
-        value = tensor.extract(weight, indices)
-        return arith.select(valid, value, arith.constant(src.element_type, 0.0))
-
-    return result
-
-
 def grad_input_subpixel(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
     """All phases in one contraction whose output is laid out [.., q, r, ..]
     per dim, so that a reshape interleaves the phases (depth-to-space)."""
@@ -370,7 +251,7 @@ def grad_input_subpixel(spec: ConvBackwardSpec, grad_output: ir.Value, weight: i
     if any(f.dy_start >= o or f.dy_start + f.rows + f.window - 1 <= 0 for f, o in zip(forms, spec.output_spatial)):
         return gradients.zeros_like_input(spec, grad_output)  # every read is padding
     dy = lb.expand_dim(grad_output, 1, (groups, f_out))
-    taps = _tap_table(lb.expand_dim(weight, 0, (groups, f_out)), [f.tap_base for f in forms],
+    taps = tap_tables.tap_table(lb.expand_dim(weight, 0, (groups, f_out)), [f.tap_base for f in forms],
                       [f.tap_step for f in forms], [f.window for f in forms], spec.kernel)
     window = lb.window(dy, [(form.dy_start, form.rows + form.window - 1) for form in forms])
 
@@ -397,7 +278,7 @@ FORMS = ("auto", "per-phase", "sub-pixel", "col2im", "direct")
 # GPU targets: col2im, not per-phase, for ungrouped kernels with at most
 # this many input channels (`choose_form`).
 NARROW_CHANNELS = 4
-# GPU per-phase: one tap table for every phase (`_all_tap_tables`) for
+# GPU per-phase: one tap table for every phase (`tap_tables.all_tap_tables`) for
 # kernels narrower than this in every dim, a table per phase otherwise.
 GPU_PER_PHASE_KERNEL = 5
 FORM_VARIABLE = "IREE_BWDCONV_GRAD_INPUT_FORM"
@@ -426,7 +307,7 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     on the H100, level (within 3%) on 4, slower on 3 (by 1.10x-1.32x: 3x3
     c1024 14x14, 2x2 c384 14x14, 5x5 c64 k256); 8 of the 23 had no part in
     drawing the rule (docs/performance.md, "One tap table"). With 4 or fewer
-    channels: col2im (per-phase 2x-3x slower). Grouped kernels
+    channels: col2im (per-phase 2x-3.5x slower). Grouped kernels
     larger than 1x1: the direct form (g32 3x3: 8.1 ms, per-phase in f32
     9.4).
     The sub-pixel form ran 1.3x to 16x slower than per-phase on 6 of 7

@@ -1,0 +1,140 @@
+"""The reversed taps a stride-phase contraction reads, gathered from the
+weight: per phase (`tap_table`, `one_tap`) or every phase's in one op
+(`all_tap_tables`, GPU targets)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Optional
+
+from torch_mlir import ir
+from torch_mlir.dialects import arith, linalg, tensor
+
+from . import barriers, geometry
+from . import linalg_builders as lb
+from .linalg_builders import PARALLEL
+from .spec import ConvBackwardSpec
+
+
+def one_tap(weight: ir.Value, tap: list[int]) -> ir.Value:
+    """T[c, f] = w[0, f, c, *tap]: one tap of an ungrouped kernel ([1, f, c,
+    *k]), row-major for `contraction_forms.weight_first_gemm`, made by one
+    copy whose result is marked to stay (`barriers.mark`): folded into the
+    GEMM's map, IREE 3.13's CUDA code tiled a 1x1 kernel's GEMM by 8
+    positions and failed to distribute the 3x3 stride-3 phases. The group
+    dim goes first, so that no reshape follows the marked copy:
+    torch-mlir's canonicalization folds a reshape into the op it reshapes,
+    and the mark with it."""
+    source = lb.collapse_dims(weight, 0)  # [f, c, *k]
+    f_out, c_in = lb.sizes_of(source)[:2]
+    out = tensor.EmptyOp([c_in, f_out], ir.RankedTensorType(source.type).element_type).result
+    c, f = lb.dims(2)
+    taps = [ir.AffineConstantExpr.get(k) for k in tap]
+
+    @linalg.generic([source], [out], [lb.affine_map(2, [f, c, *taps]), ir.AffineMap.get_identity(2)],
+                    [PARALLEL] * 2)
+    def result(a, _):
+        return a
+
+    return barriers.mark(result)
+
+
+def all_tap_tables(spec: ConvBackwardSpec, weight: ir.Value, live: list[tuple[geometry.Phase, ...]]) -> list[ir.Value]:
+    """Every live phase's reversed taps, gathered by one op into one flat
+    buffer (kept by the barrier) that holds each phase's table as a
+    contiguous block: `[c, f]` for an ungrouped phase of one tap (the
+    weight-first GEMM's operand), else `[(g,) c, f, *j]`, the
+    convolution's filter. A gather per phase was a dispatch per phase on
+    IREE's GPU code (`tap_table`, `one_tap`), and GPU calls pay for each
+    dispatch: Retinanet's grad_input took 0.31-0.33 ms on the H100 with one
+    table against 0.47-0.54 with a table per phase (docs/performance.md,
+    "One tap table"). Kernels 5 or more wide keep a table per phase, which
+    ran 1.04x-1.18x faster on four of the five such layers measured."""
+    g, f_out, c_in = lb.sizes_of(weight)[:3]
+    shapes = []
+    for phases in live:
+        taps = [ph.taps for ph in phases]
+        if spec.groups == 1 and all(n == 1 for n in taps):
+            shapes.append([c_in, f_out])
+        else:
+            shapes.append(([g] if spec.groups > 1 else []) + [c_in, f_out] + taps)
+    sizes = [math.prod(shape) for shape in shapes]
+    offsets = list(itertools.accumulate([0] + sizes[:-1]))
+    elem = ir.RankedTensorType(weight.type).element_type
+    out = tensor.EmptyOp([sum(sizes)], elem).result
+    index_type = ir.IndexType.get()
+    const = lambda v: arith.constant(index_type, v)  # noqa: E731
+
+    @linalg.generic([], [out], [ir.AffineMap.get_identity(1)], [PARALLEL])
+    def flat(_):
+        position = linalg.IndexOp(0).result
+        chosen: Optional[list[ir.Value]] = None
+        for phases, offset in zip(live, offsets):
+            local = arith.subi(position, const(offset))
+            # [g, c, f, *j] of this phase; a missing dim reads 0.
+            dims = [g if spec.groups > 1 else 1, c_in, f_out, *(ph.taps for ph in phases)]
+            index = []
+            for size in reversed(dims):
+                index.append(arith.remui(local, const(size)))
+                local = arith.divui(local, const(size))
+            gi, ci, fi, *ji = reversed(index)
+            # Reversed taps: tap j of a phase reads k = first + (taps - 1 - j) * step.
+            ks = [arith.subi(const(ph.first_tap + (ph.taps - 1) * ph.tap_step), arith.muli(j, const(ph.tap_step)))
+                  for ph, j in zip(phases, ji)]
+            candidate = [gi, fi, ci, *ks]
+            if chosen is None:
+                chosen = candidate
+            else:
+                here = arith.cmpi(arith.CmpIPredicate.uge, position, const(offset))
+                chosen = [arith.select(here, new, old) for new, old in zip(candidate, chosen)]
+        return tensor.extract(weight, chosen)
+
+    flat = barriers.mark(flat)
+    tables = []
+    for shape, size, offset in zip(shapes, sizes, offsets):
+        block = lb.extract(flat, [offset], [size])
+        tables.append(lb.expand_axis(block, 0, shape))
+    return tables
+
+
+def tap_table(
+    weight: ir.Value, bases: list[tuple[int, ...]], steps: list[int], windows: list[int],
+    kernel: tuple[int, ...], residue_dims: bool = True, channels_first: bool = False,
+) -> ir.Value:
+    """T[g,f,c,*r,*u] = w[g,f,c,*k] with `k = bases[dim][r] - steps[dim]*u` per
+    dim, and 0 where any k falls outside the kernel. One gather serves every
+    phase of the sub-pixel form; a per-phase gather has one base per dim and
+    no residue dims (T[g,f,c,*u]), and with channels_first is laid out
+    T[g,c,f,*u], the filter layout of a convolution producing c."""
+    src = ir.RankedTensorType(weight.type)
+    rank = len(bases)
+    index_type = ir.IndexType.get()
+    residues = [len(b) for b in bases] if residue_dims else []
+    g, f, c = lb.sizes_of(weight)[:3]
+    sizes = ([g, c, f] if channels_first else [g, f, c]) + residues + list(windows)
+    out = tensor.EmptyOp(sizes, src.element_type).result
+    identity = ir.AffineMap.get_identity(len(sizes))
+    const = lambda v: arith.constant(index_type, v)  # noqa: E731
+    first_window = 3 + len(residues)
+
+    @linalg.generic([], [out], [identity], [PARALLEL] * len(sizes))
+    def result(_):
+        indices = [linalg.IndexOp(axis).result for axis in ((0, 2, 1) if channels_first else range(3))]
+        valid = None
+        for dim in range(rank):
+            u = linalg.IndexOp(first_window + dim).result
+            residue = linalg.IndexOp(3 + dim).result if residue_dims else None
+            base = const(bases[dim][0])
+            for r, b in enumerate(bases[dim][1:], start=1):
+                is_r = arith.cmpi(arith.CmpIPredicate.eq, residue, const(r))
+                base = arith.select(is_r, const(b), base)
+            k = arith.subi(base, arith.muli(u, const(steps[dim])))
+            inside = arith.andi(arith.cmpi(arith.CmpIPredicate.sge, k, const(0)),
+                                arith.cmpi(arith.CmpIPredicate.slt, k, const(kernel[dim])))
+            valid = inside if valid is None else arith.andi(valid, inside)
+            indices.append(arith.select(inside, k, const(0)))
+        value = tensor.extract(weight, indices)
+        return arith.select(valid, value, arith.constant(src.element_type, 0.0))
+
+    return result
