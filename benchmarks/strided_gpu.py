@@ -4,9 +4,9 @@ grad_output) against upstream, torch eager and, for 1x1 kernels, IREE's
 own matmul of the same GEMM; grad_input only, every strided shape of
 issues 3 and 5 (STRIDED) or more strided layers (RULE_SHAPES).
 
-    ./dev python -m benchmarks.strided_gpu prepare .bench-strided [rule|line|taps|weave|one-tap|wide|tables]   # here
+    ./dev python -m benchmarks.strided_gpu prepare .bench-strided [rule|line|taps|weave|one-tap|wide|tables|all-gradients]   # here
     python3 benchmarks/run_on_gpu.py .bench-strided results.json                # there
-    ./dev python -m benchmarks.strided_gpu report results.json [rule|line|taps|weave|one-tap|wide|tables]      # here
+    ./dev python -m benchmarks.strided_gpu report results.json [rule|line|taps|weave|one-tap|wide|tables|all-gradients]      # here
 
 `taps` times per-phase with its 1-tap GEMMs' tap kept by a barrier (as
 built) and folded into the GEMM's map (`modules.taps_folded`), beside
@@ -20,7 +20,9 @@ stride-3 layer. `one-tap` times the forms on layers whose phases all
 have one tap (stride >= kernel); `wide` times per-phase and col2im on
 held-out layers with kernels 5 or more wide (`WIDE_SHAPES`); `tables`
 times per-phase with its tap tables gathered by one op and by one op per
-phase, beside col2im and upstream (`TABLE_SHAPES`).
+phase, beside col2im and upstream (`TABLE_SHAPES`); `all-gradients`
+times all three gradients in one module, grad_input as the rule picks it
+and forced to per-phase and col2im.
 
 (Until commit 828b4bc it also timed a gather placement of the phases,
 since removed: `h100_placement_2026-11-23.json`.)
@@ -168,20 +170,32 @@ TABLE_SHAPES = (
     *LINE_SHAPES,
 )
 
-_VARIANTS = {"tables": table_variants, "taps": tap_variants, "weave": weave_variants, "one-tap": one_tap_variants, "wide": form_pair_variants}
+def all_gradient_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+    """All three gradients in one module, grad_input as the rule picks it
+    with the weight gradient beside it ("auto") and forced to per-phase
+    and col2im."""
+    for form in ("auto", "per-phase", "col2im"):
+        yield form, modules.ours(shape, modules.ALL_GRADS, "cuda", form), ()
+
+
+# The issue-3 layers wider than 4 channels with kernels larger than 1x1.
+ALL_GRADIENT_SHAPES = tuple(s for s in STRIDED if s.kernel > 1 and s.groups == 1 and s.c > 4)
+
+_VARIANTS = {"all-gradients": all_gradient_variants, "tables": table_variants, "taps": tap_variants, "weave": weave_variants, "one-tap": one_tap_variants, "wide": form_pair_variants}
 
 
 def prepare(folder: Path, shapes: Sequence[Shape], mode: str = "") -> None:
     folder.mkdir(parents=True, exist_ok=True)
     manifest = []
+    mask = "all" if mode == "all-gradients" else "grad_input"
     for index, shape in enumerate(shapes):
         for name, text, flags in _VARIANTS.get(mode, variants)(shape):
-            manifest.append(modules.compiled_entry(folder, text, "cuda", flags, shape=shape.name, mask="grad_input",
+            manifest.append(modules.compiled_entry(folder, text, "cuda", flags, shape=shape.name, mask=mask,
                                                    variant=name, vmfb=f"p{index}-{name}.vmfb",
                                                    inputs=modules.input_specs(shape)))
         if shape.kernel == 1:
             manifest.append(iree_matmul_entry(folder, shape, f"p{index}-iree-matmul.vmfb"))
-        manifest.append(modules.eager_entry(shape, "grad_input"))
+        manifest.append(modules.eager_entry(shape, mask))
         (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 
@@ -190,5 +204,5 @@ if __name__ == "__main__":
     mode = sys.argv[3] if sys.argv[3:] else ""
     shapes = {"rule": RULE_SHAPES, "line": LINE_SHAPES, "taps": TAP_SHAPES, "weave": WEAVE_SHAPES,
               "one-tap": ONE_TAP_SHAPES, "wide": WIDE_SHAPES,
-              "tables": TABLE_SHAPES}.get(mode, STRIDED)
+              "tables": TABLE_SHAPES, "all-gradients": ALL_GRADIENT_SHAPES}.get(mode, STRIDED)
     prepare(path, shapes, mode) if command == "prepare" else print_variant_table(path, shapes)
