@@ -309,7 +309,8 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     drawing the rule (docs/performance.md, "One tap table"). That is
     grad_input alone: where the same op computes the weight gradient too
     (training), the whole took 1.2x-1.3x longer with per-phase than with
-    col2im on three of four such layers (level on the fourth), so col2im.
+    col2im on three of four such layers (level on the fourth), though its
+    kernels took less time, so col2im.
     With 4 or fewer channels: col2im (per-phase 2x-3.5x slower). Grouped kernels
     larger than 1x1: the direct form (g32 3x3: 8.1 ms, per-phase in f32
     9.4).
