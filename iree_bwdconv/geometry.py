@@ -174,9 +174,14 @@ class Phase:
         return self.taps == 0 or self.count == 0
 
     @property
+    def last_tap(self) -> int:
+        """The kernel tap the contraction reads first (its taps reversed)."""
+        return self.first_tap + (self.taps - 1) * self.tap_step
+
+    @property
     def tap_indices(self) -> tuple[int, ...]:
         """Kernel taps in the order the contraction reads them (reversed)."""
-        return tuple(self.first_tap + (self.taps - 1 - j) * self.tap_step for j in range(self.taps))
+        return tuple(self.last_tap - j * self.tap_step for j in range(self.taps))
 
     def reads_dy(self, output_size: int) -> bool:
         """Whether the phase's dy window overlaps dy at all (of length

@@ -79,8 +79,8 @@ def all_tap_tables(spec: ConvBackwardSpec, weight: ir.Value, live: list[tuple[ge
                 index.append(arith.remui(local, const(size)))
                 local = arith.divui(local, const(size))
             gi, ci, fi, *ji = reversed(index)
-            # Reversed taps: tap j of a phase reads k = first + (taps - 1 - j) * step.
-            ks = [arith.subi(const(ph.first_tap + (ph.taps - 1) * ph.tap_step), arith.muli(j, const(ph.tap_step)))
+            # Reversed taps: tap j of a phase reads k = last_tap - j * step (`Phase.tap_indices`).
+            ks = [arith.subi(const(ph.last_tap), arith.muli(j, const(ph.tap_step)))
                   for ph, j in zip(phases, ji)]
             candidate = [gi, fi, ci, *ks]
             if chosen is None:

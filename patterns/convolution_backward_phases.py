@@ -84,7 +84,7 @@ def _phase_contraction(
     if any(k > 1 for k in spec.kernel):
         taps = tap_tables.tap_table(
             weight,
-            [(ph.first_tap + (ph.taps - 1) * ph.tap_step,) for ph in phases],
+            [(ph.last_tap,) for ph in phases],
             [ph.tap_step for ph in phases],
             [ph.taps for ph in phases],
             spec.kernel,
