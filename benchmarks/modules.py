@@ -12,7 +12,7 @@ from unittest import mock
 
 import torch
 
-from iree_bwdconv import barriers, lowering, pipeline, tap_tables
+from iree_bwdconv import lowering, pipeline, tap_tables
 from iree_bwdconv.errors import PipelineError
 from iree_bwdconv.functional import ConvolutionBackward, spec_of
 from iree_bwdconv.patterns import convolution_backward_phases as phases
@@ -81,14 +81,6 @@ def tap_table_per_phase() -> Iterator[None]:
     """Lowerings inside the block gather each per-phase table in its own op,
     as before `tap_tables.all_tap_tables`."""
     with mock.patch.object(tap_tables, "all_tap_tables", lambda spec, weight, live: [None] * len(live)):
-        yield
-
-
-@contextlib.contextmanager
-def taps_folded() -> Iterator[None]:
-    """Lowerings inside the block make no `barriers.mark`: IREE folds the
-    tap copy of a weight-first GEMM into the GEMM's indexing map."""
-    with mock.patch.object(barriers, "mark", lambda value: value):
         yield
 
 

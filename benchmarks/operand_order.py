@@ -7,7 +7,8 @@ Variants, each `dx[n,c,o] = sum_f w[f,c] dy[n,f,o]` in f32, rounded, and
 - `weight-first`: the weight [c, f] first, transposed in the IR, which
   IREE folds back into the GEMM's map;
 - `weight-kept`: the same, the transpose kept behind IREE's barrier
-  (`iree_bwdconv.barriers`), as the lowering emits it;
+  (`benchmarks.barriers`), as the lowering emitted it until 2026-11-24
+  (it now gathers the tap by flat index, `tap_tables.one_tap`);
 and `-flat` where the positions are one dim (the GEMM alone, no insert).
 
     ./dev python -m benchmarks.operand_order prepare .bench-order      # here
@@ -24,12 +25,11 @@ from pathlib import Path
 
 from torch_mlir import ir
 
-from iree_bwdconv import barriers
 from iree_bwdconv import contraction_forms as forms
 from iree_bwdconv import linalg_builders as lb
 from iree_bwdconv.linalg_builders import PARALLEL, REDUCTION
 
-from . import modules
+from . import barriers, modules
 from .gemm_1x1 import ONE_BY_ONE, _module, _placed
 from .gpu import iree_matmul_entry, print_variant_table
 from .shapes import Shape

@@ -8,10 +8,13 @@ issues 3 and 5 (STRIDED) or more strided layers (RULE_SHAPES).
     python3 benchmarks/run_on_gpu.py .bench-strided results.json                # there
     ./dev python -m benchmarks.strided_gpu report results.json [rule|line|taps|weave|one-tap|wide|tables|all-gradients]      # here
 
-`taps` times per-phase with its 1-tap GEMMs' tap kept by a barrier (as
-built) and folded into the GEMM's map (`modules.taps_folded`), beside
-col2im and upstream, on the ungrouped layers wider than 4 channels, and
-compiles the folded build of a 3x3 stride-3 layer (nine 1-tap phases).
+`taps` times per-phase with its taps gathered as built and the same
+gathers behind IREE's optimization barrier (`barriers.behind_barriers`,
+as the lowering emitted them until 2026-11-24), beside col2im and
+upstream, on the ungrouped layers wider than 4 channels; `barriers` does
+the same for grad_input alone and for all three gradients in one module
+(`BARRIER_SHAPES`: per-phase layers, and the 1x1 layers' GEMM beside
+IREE's own matmul).
 `weave` times per-phase and col2im with the phases woven as built and the
 other way (`GPU_WEAVE`: a stack and a gather, or the grid weave that
 reads every phase for each element; `modules.weave`), on every ungrouped strided layer
@@ -37,8 +40,9 @@ from typing import Iterator, Sequence
 
 from iree_bwdconv.patterns import convolution_backward_phases as phases
 
-from . import modules
+from . import barriers, modules
 from .forms import RESNET50_H100
+from .gemm_1x1 import ONE_BY_ONE
 from .gpu import iree_matmul_entry, print_variant_table
 from .shapes import SHAPES, Shape
 
@@ -111,12 +115,26 @@ def variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
 
 
 def tap_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
-    """upstream, per-phase with the tap kept and folded, and col2im."""
+    """upstream, per-phase with its tap gathers as built and behind barriers, and col2im."""
     yield "upstream", modules.raw_torch(shape, modules.GRAD_INPUT_ONLY), modules.UPSTREAM_FLAGS
-    yield "per-phase", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", "per-phase"), ()
-    with modules.taps_folded():
-        yield "per-phase-folded", modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda", "per-phase"), ()
+    built = modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", "per-phase")
+    yield "per-phase", built, ()
+    yield "per-phase-barrier", barriers.behind_barriers(built), ()
     yield "col2im", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", "col2im"), ()
+
+
+def barrier_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...], str]]:
+    """(name, text, flags, mask): per-phase with its tap gathers as built
+    and behind barriers; for kernels larger than 1x1 also all three
+    gradients in one module ("all-" names), with col2im beside them."""
+    masks = {"grad_input": modules.GRAD_INPUT_ONLY, "all": modules.ALL_GRADS}
+    for mask, gradients in masks.items() if shape.kernel > 1 else [("grad_input", modules.GRAD_INPUT_ONLY)]:
+        prefix = "all-" if mask == "all" else ""
+        built = modules.ours(shape, gradients, "cuda", "per-phase")
+        yield prefix + "per-phase", built, (), mask
+        yield prefix + "per-phase-barrier", barriers.behind_barriers(built), (), mask
+        if mask == "all":
+            yield "all-col2im", modules.ours(shape, gradients, "cuda", "col2im"), (), mask
 
 
 def weave_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
@@ -181,7 +199,11 @@ def all_gradient_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, .
 # The issue-3 layers wider than 4 channels with kernels larger than 1x1.
 ALL_GRADIENT_SHAPES = tuple(s for s in STRIDED if s.kernel > 1 and s.groups == 1 and s.c > 4)
 
-_VARIANTS = {"all-gradients": all_gradient_variants, "tables": table_variants, "taps": tap_variants, "weave": weave_variants, "one-tap": one_tap_variants, "wide": form_pair_variants}
+# Every ungrouped strided layer wider than 4 channels of these benchmarks,
+# and the 1x1 layers of the forms benchmark.
+BARRIER_SHAPES = tuple({s.name: s for s in (*ALL_GRADIENT_SHAPES, *TABLE_SHAPES, *ONE_BY_ONE)}.values())
+
+_VARIANTS = {"barriers": barrier_variants, "all-gradients": all_gradient_variants, "tables": table_variants, "taps": tap_variants, "weave": weave_variants, "one-tap": one_tap_variants, "wide": form_pair_variants}
 
 
 def prepare(folder: Path, shapes: Sequence[Shape], mode: str = "") -> None:
@@ -189,13 +211,14 @@ def prepare(folder: Path, shapes: Sequence[Shape], mode: str = "") -> None:
     manifest = []
     mask = "all" if mode == "all-gradients" else "grad_input"
     for index, shape in enumerate(shapes):
-        for name, text, flags in _VARIANTS.get(mode, variants)(shape):
-            manifest.append(modules.compiled_entry(folder, text, "cuda", flags, shape=shape.name, mask=mask,
-                                                   variant=name, vmfb=f"p{index}-{name}.vmfb",
-                                                   inputs=modules.input_specs(shape)))
+        for name, text, flags, *own_mask in _VARIANTS.get(mode, variants)(shape):
+            manifest.append(modules.compiled_entry(
+                folder, text, "cuda", flags, shape=shape.name, mask=own_mask[0] if own_mask else mask, variant=name,
+                vmfb=f"p{index}-{name}.vmfb", inputs=modules.input_specs(shape)))
         if shape.kernel == 1:
             manifest.append(iree_matmul_entry(folder, shape, f"p{index}-iree-matmul.vmfb"))
-        manifest.append(modules.eager_entry(shape, mask))
+        if mode != "barriers":
+            manifest.append(modules.eager_entry(shape, mask))
         (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 
@@ -204,5 +227,5 @@ if __name__ == "__main__":
     mode = sys.argv[3] if sys.argv[3:] else ""
     shapes = {"rule": RULE_SHAPES, "line": LINE_SHAPES, "taps": TAP_SHAPES, "weave": WEAVE_SHAPES,
               "one-tap": ONE_TAP_SHAPES, "wide": WIDE_SHAPES,
-              "tables": TABLE_SHAPES, "all-gradients": ALL_GRADIENT_SHAPES}.get(mode, STRIDED)
+              "tables": TABLE_SHAPES, "all-gradients": ALL_GRADIENT_SHAPES, "barriers": BARRIER_SHAPES}.get(mode, STRIDED)
     prepare(path, shapes, mode) if command == "prepare" else print_variant_table(path, shapes)

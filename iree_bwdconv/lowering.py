@@ -18,7 +18,7 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
 import iree_bwdconv.patterns as patterns
 
-from . import barriers, pipeline, targets
+from . import pipeline, targets
 from .errors import LoweringError
 
 BACKENDS = ("linalg", "tosa", "stablehlo")
@@ -109,7 +109,7 @@ def lower_torch(raw: ir.Module, backend: str = "linalg", target: str = targets.D
         with targets.lowering_for(target):
             rewrite_convolution_backward(raw)
     pipeline.run_pipeline(raw, f"builtin.module({_BACKEND_PIPELINES[backend]})", f"{backend} backend pipeline")
-    return barriers.insert_barriers(str(raw))
+    return str(raw)
 
 
 def lower(

@@ -11,7 +11,7 @@ from typing import Optional
 from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg, tensor
 
-from . import barriers, geometry
+from . import geometry
 from . import linalg_builders as lb
 from .linalg_builders import PARALLEL
 from .spec import ConvBackwardSpec
@@ -19,31 +19,36 @@ from .spec import ConvBackwardSpec
 
 def one_tap(weight: ir.Value, tap: list[int]) -> ir.Value:
     """T[c, f] = w[0, f, c, *tap]: one tap of an ungrouped kernel ([1, f, c,
-    *k]), row-major for `contraction_forms.weight_first_gemm`, made by one
-    copy whose result is marked to stay (`barriers.mark`): folded into the
-    GEMM's map, IREE 3.13's CUDA code tiled a 1x1 kernel's GEMM by 8
-    positions and failed to distribute the 3x3 stride-3 phases. The group
-    dim goes first, so that no reshape follows the marked copy:
-    torch-mlir's canonicalization folds a reshape into the op it reshapes,
-    and the mark with it."""
+    *k]), row-major for `contraction_forms.weight_first_gemm`.
+
+    It is gathered by a flat index decoded in the op's body, so that IREE
+    3.13 keeps it a dispatch of its own: a copy with the tap in its
+    indexing map, or a gather with (c, f) as its indices, IREE folds into
+    the GEMM's map, and its CUDA configuration then tiles the GEMM by 8
+    positions (5.5 ms against 2.9 on a 1x1 c512 100x100 layer). Keeping
+    it behind `util.optimization_barrier` cost a host wait between two
+    submissions on every call instead (docs/performance.md, "Taps without
+    a barrier")."""
     source = lb.collapse_dims(weight, 0)  # [f, c, *k]
     f_out, c_in = lb.sizes_of(source)[:2]
-    out = tensor.EmptyOp([c_in, f_out], ir.RankedTensorType(source.type).element_type).result
-    c, f = lb.dims(2)
-    taps = [ir.AffineConstantExpr.get(k) for k in tap]
+    out = tensor.EmptyOp([c_in * f_out], ir.RankedTensorType(source.type).element_type).result
+    index_type = ir.IndexType.get()
+    const = lambda v: arith.constant(index_type, v)  # noqa: E731
 
-    @linalg.generic([source], [out], [lb.affine_map(2, [f, c, *taps]), ir.AffineMap.get_identity(2)],
-                    [PARALLEL] * 2)
-    def result(a, _):
-        return a
+    @linalg.generic([], [out], [ir.AffineMap.get_identity(1)], [PARALLEL])
+    def flat(_):
+        position = linalg.IndexOp(0).result
+        c, f = arith.divui(position, const(f_out)), arith.remui(position, const(f_out))
+        return tensor.extract(source, [f, c, *(const(k) for k in tap)])
 
-    return barriers.mark(result)
+    return lb.expand_axis(flat, 0, [c_in, f_out])
 
 
 def all_tap_tables(spec: ConvBackwardSpec, weight: ir.Value, live: list[tuple[geometry.Phase, ...]]) -> list[ir.Value]:
     """Every live phase's reversed taps, gathered by one op into one flat
-    buffer (kept by the barrier) that holds each phase's table as a
-    contiguous block: `[c, f]` for an ungrouped phase of one tap (the
+    buffer (a dispatch of its own, as `one_tap` is) that holds each
+    phase's table as a contiguous block: `[c, f]` for an ungrouped phase
+    of one tap (the
     weight-first GEMM's operand), else `[(g,) c, f, *j]`, the
     convolution's filter. A gather per phase was a dispatch per phase on
     IREE's GPU code (`tap_table`, `one_tap`), and GPU calls pay for each
@@ -90,7 +95,6 @@ def all_tap_tables(spec: ConvBackwardSpec, weight: ir.Value, live: list[tuple[ge
                 chosen = [arith.select(here, new, old) for new, old in zip(candidate, chosen)]
         return tensor.extract(weight, chosen)
 
-    flat = barriers.mark(flat)
     tables = []
     for shape, size, offset in zip(shapes, sizes, offsets):
         block = lb.extract(flat, [offset], [size])

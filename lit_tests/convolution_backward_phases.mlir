@@ -126,15 +126,21 @@ func.func @grad_input_2d_s2_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,4,4],f32>, %
 // CHECK-NOT:     tensor.insert_slice
 // CHECK-NOT:     linalg.generic {{.*}}reduction
 
-// On GPU targets the GEMM reads the weight first, its one tap copied to
-// [c, f] and marked to be kept so (IREE 3.13's CUDA code computed the GEMM
-// with dy first wrongly in f16), then grad_output as it is, in f16; its
-// result is rounded to f16 and inserted with stride 2 into zeros.
+// On GPU targets the GEMM reads the weight first (IREE 3.13's CUDA code
+// computed the GEMM with dy first wrongly in f16), its one tap gathered to
+// [c, f] by a flat index that IREE keeps as a dispatch of its own, then
+// grad_output as it is, in f16; its result is rounded to f16 and inserted
+// with stride 2 into zeros.
 // GPU-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16
 // GPU-NOT:     tensor.pad
-// GPU-NOT:     tensor.extract
 // GPU-NOT:     f16 to f32
-// GPU:         %[[WT:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<8x4x1x1xf16>) outs(%{{.*}} : tensor<4x8xf16>) attrs = {iree_bwdconv.materialize}
+// GPU:         %[[FLAT:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<32xf16>)
+// GPU:           linalg.index 0
+// GPU:           arith.divui
+// GPU:           arith.remui
+// GPU:           tensor.extract %{{.*}} : tensor<8x4x1x1xf16>
+// GPU:         %[[WT:.*]] = tensor.expand_shape %[[FLAT]] {{.*}} into tensor<4x8xf16>
+// GPU-NOT:     util.optimization_barrier
 // GPU:         linalg.generic {{.*}}reduction
 // GPU-SAME:      ins(%[[WT]], %{{.*}} : tensor<4x8xf16>, tensor<2x8x4x4xf16>)
 // GPU-SAME:      outs(%{{.*}} : tensor<2x4x4x4xf32>)
