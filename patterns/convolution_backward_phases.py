@@ -306,11 +306,12 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     kernels narrower than 5): faster than col2im on 16 of 23 such layers
     on the H100, level (within 3%) on 4, slower on 3 (by 1.10x-1.32x: 3x3
     c1024 14x14, 2x2 c384 14x14, 5x5 c64 k256); 8 of the 23 had no part in
-    drawing the rule (docs/performance.md, "One tap table"). That is
-    grad_input alone: where the same op computes the weight gradient too
-    (training), the whole took 1.2x-1.3x longer with per-phase than with
-    col2im on three of four such layers (level on the fourth), though its
-    kernels took less time, so col2im.
+    drawing the rule (docs/performance.md, "One tap table"). The same
+    holds where the op computes the weight gradient too (training): with
+    its tap gathers no longer behind a barrier, which had made each call
+    wait on the host, the whole ran faster with per-phase than with
+    col2im on most such layers and at most 5% slower on the others
+    (docs/performance.md, "Taps without a barrier").
     With 4 or fewer channels: col2im (per-phase 2x-3.5x slower). Grouped kernels
     larger than 1x1: the direct form (g32 3x3: 8.1 ms, per-phase in f32
     9.4).
@@ -339,8 +340,7 @@ def choose_form(spec: ConvBackwardSpec) -> str:
             return "per-phase"
         if spec.groups > 1:
             return "direct"
-        alone = not spec.output_mask[1]  # no weight gradient in the same module
-        return "per-phase" if alone and spec.in_channels > NARROW_CHANNELS else "col2im"
+        return "per-phase" if spec.in_channels > NARROW_CHANNELS else "col2im"
     if one_tap:
         return "per-phase"
     return "col2im" if spec.groups == 1 else "direct"
