@@ -4,9 +4,9 @@ grad_output) against upstream, torch eager and, for 1x1 kernels, IREE's
 own matmul of the same GEMM; grad_input only, every strided shape of
 issues 3 and 5 (STRIDED) or more strided layers (RULE_SHAPES).
 
-    ./dev python -m benchmarks.strided_gpu prepare .bench-strided [rule|line|taps|weave|one-tap|wide|tables|all-gradients]   # here
+    ./dev python -m benchmarks.strided_gpu prepare .bench-strided [rule|line|taps|weave|one-tap|wide|tables|all-gradients|barriers]   # here
     python3 benchmarks/run_on_gpu.py .bench-strided results.json                # there
-    ./dev python -m benchmarks.strided_gpu report results.json [rule|line|taps|weave|one-tap|wide|tables|all-gradients]      # here
+    ./dev python -m benchmarks.strided_gpu report results.json [rule|line|taps|weave|one-tap|wide|tables|all-gradients|barriers]      # here
 
 `taps` times per-phase with its taps gathered as built and the same
 gathers behind IREE's optimization barrier (`barriers.behind_barriers`,
@@ -123,18 +123,17 @@ def tap_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
     yield "col2im", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", "col2im"), ()
 
 
-def barrier_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...], str]]:
-    """(name, text, flags, mask): per-phase with its tap gathers as built
-    and behind barriers; for kernels larger than 1x1 also all three
-    gradients in one module ("all-" names), with col2im beside them."""
-    masks = {"grad_input": modules.GRAD_INPUT_ONLY, "all": modules.ALL_GRADS}
-    for mask, gradients in masks.items() if shape.kernel > 1 else [("grad_input", modules.GRAD_INPUT_ONLY)]:
-        prefix = "all-" if mask == "all" else ""
+def barrier_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+    """per-phase with its tap gathers as built and behind barriers; for
+    kernels larger than 1x1 also all three gradients in one module (the
+    "all-" names), with col2im beside them."""
+    masks = {"": modules.GRAD_INPUT_ONLY, "all-": modules.ALL_GRADS}
+    for prefix, gradients in masks.items() if shape.kernel > 1 else [("", modules.GRAD_INPUT_ONLY)]:
         built = modules.ours(shape, gradients, "cuda", "per-phase")
-        yield prefix + "per-phase", built, (), mask
-        yield prefix + "per-phase-barrier", barriers.behind_barriers(built), (), mask
-        if mask == "all":
-            yield "all-col2im", modules.ours(shape, gradients, "cuda", "col2im"), (), mask
+        yield prefix + "per-phase", built, ()
+        yield prefix + "per-phase-barrier", barriers.behind_barriers(built), ()
+        if prefix:
+            yield "all-col2im", modules.ours(shape, gradients, "cuda", "col2im"), ()
 
 
 def weave_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
@@ -211,10 +210,10 @@ def prepare(folder: Path, shapes: Sequence[Shape], mode: str = "") -> None:
     manifest = []
     mask = "all" if mode == "all-gradients" else "grad_input"
     for index, shape in enumerate(shapes):
-        for name, text, flags, *own_mask in _VARIANTS.get(mode, variants)(shape):
+        for name, text, flags in _VARIANTS.get(mode, variants)(shape):
             manifest.append(modules.compiled_entry(
-                folder, text, "cuda", flags, shape=shape.name, mask=own_mask[0] if own_mask else mask, variant=name,
-                vmfb=f"p{index}-{name}.vmfb", inputs=modules.input_specs(shape)))
+                folder, text, "cuda", flags, shape=shape.name, mask="all" if name.startswith("all-") else mask,
+                variant=name, vmfb=f"p{index}-{name}.vmfb", inputs=modules.input_specs(shape)))
         if shape.kernel == 1:
             manifest.append(iree_matmul_entry(folder, shape, f"p{index}-iree-matmul.vmfb"))
         if mode != "barriers":

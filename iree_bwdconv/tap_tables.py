@@ -17,6 +17,17 @@ from .linalg_builders import PARALLEL
 from .spec import ConvBackwardSpec
 
 
+def _unflatten(position: ir.Value, sizes: list[int]) -> list[ir.Value]:
+    """The row-major indices over `sizes` of a flat `position` (index values)."""
+    index_type = ir.IndexType.get()
+    indices = []
+    for size in reversed(sizes):
+        step = arith.constant(index_type, size)
+        indices.append(arith.remui(position, step))
+        position = arith.divui(position, step)
+    return indices[::-1]
+
+
 def one_tap(weight: ir.Value, tap: list[int]) -> ir.Value:
     """T[c, f] = w[0, f, c, *tap]: one tap of an ungrouped kernel ([1, f, c,
     *k]), row-major for `contraction_forms.weight_first_gemm`.
@@ -33,13 +44,11 @@ def one_tap(weight: ir.Value, tap: list[int]) -> ir.Value:
     f_out, c_in = lb.sizes_of(source)[:2]
     out = tensor.EmptyOp([c_in * f_out], ir.RankedTensorType(source.type).element_type).result
     index_type = ir.IndexType.get()
-    const = lambda v: arith.constant(index_type, v)  # noqa: E731
 
     @linalg.generic([], [out], [ir.AffineMap.get_identity(1)], [PARALLEL])
     def flat(_):
-        position = linalg.IndexOp(0).result
-        c, f = arith.divui(position, const(f_out)), arith.remui(position, const(f_out))
-        return tensor.extract(source, [f, c, *(const(k) for k in tap)])
+        c, f = _unflatten(linalg.IndexOp(0).result, [c_in, f_out])
+        return tensor.extract(source, [f, c, *(arith.constant(index_type, k) for k in tap)])
 
     return lb.expand_axis(flat, 0, [c_in, f_out])
 
@@ -48,9 +57,8 @@ def all_tap_tables(spec: ConvBackwardSpec, weight: ir.Value, live: list[tuple[ge
     """Every live phase's reversed taps, gathered by one op into one flat
     buffer (a dispatch of its own, as `one_tap` is) that holds each
     phase's table as a contiguous block: `[c, f]` for an ungrouped phase
-    of one tap (the
-    weight-first GEMM's operand), else `[(g,) c, f, *j]`, the
-    convolution's filter. A gather per phase was a dispatch per phase on
+    of one tap (the weight-first GEMM's operand), else `[(g,) c, f, *j]`,
+    the convolution's filter. A gather per phase was a dispatch per phase on
     IREE's GPU code (`tap_table`, `one_tap`), and GPU calls pay for each
     dispatch: Retinanet's grad_input took 0.31-0.33 ms on the H100 with one
     table against 0.47-0.54 with a table per phase (docs/performance.md,
@@ -79,11 +87,7 @@ def all_tap_tables(spec: ConvBackwardSpec, weight: ir.Value, live: list[tuple[ge
             local = arith.subi(position, const(offset))
             # [g, c, f, *j] of this phase; a missing dim reads 0.
             dims = [g if spec.groups > 1 else 1, c_in, f_out, *(ph.taps for ph in phases)]
-            index = []
-            for size in reversed(dims):
-                index.append(arith.remui(local, const(size)))
-                local = arith.divui(local, const(size))
-            gi, ci, fi, *ji = reversed(index)
+            gi, ci, fi, *ji = _unflatten(local, dims)
             # Reversed taps: tap j of a phase reads k = last_tap - j * step (`Phase.tap_indices`).
             ks = [arith.subi(const(ph.last_tap), arith.muli(j, const(ph.tap_step)))
                   for ph, j in zip(phases, ji)]
