@@ -1,7 +1,11 @@
 """Where the time of a 1x1 strided grad_input goes on the H100: the GEMM in
 our NCHW form, the same GEMM channels-last as the named matmul (between
 transposes), each with and without placing the result at stride in the
-zero-filled grad_input, and IREE's own matmul of the GEMM alone.
+zero-filled grad_input, and IREE's own matmul of the GEMM alone; since
+2026-11-25 also ours with other tiles given to IREE (`TILES`,
+`tile_override`), the GEMM over flat positions placed by a gather of its
+own (`flat-gather1d`, `flat-gather4d`) and the GEMM reading grad_output
+copied channels-last (`wf-cl-gather`, `wf-cl-transpose`).
 
     ./dev python -m benchmarks.gemm_1x1 prepare .bench-1x1     # here
     python3 benchmarks/run_on_gpu.py .bench-1x1 results.json   # there
@@ -20,9 +24,9 @@ from torch_mlir.dialects import arith, func, linalg, tensor
 
 from iree_bwdconv import contraction_forms as forms
 from iree_bwdconv import linalg_builders as lb
-from iree_bwdconv import lowering
+from iree_bwdconv import lowering, tap_tables
 
-from . import modules
+from . import modules, tile_override
 from .gpu import iree_matmul_entry, print_variant_table
 from .forms import RESNET50_H100
 from .shapes import SHAPES, Shape
@@ -144,8 +148,101 @@ def _pairs(shape: Shape, out_nchw: ir.Value) -> ir.Value:
     return lb.insert_strided(rows, zeros, [0, 0, 0, 0], [1, 1, s, 1])
 
 
+def _channels_last_by_gather(dy: ir.Value) -> ir.Value:
+    """dy[n, k, oh, ow] copied to [n, oh, ow, k] by a gather over a flat
+    index (a dispatch of its own in IREE 3.13, as `tap_tables.one_tap` is)."""
+    n, k, oh, ow = lb.sizes_of(dy)
+    out = tensor.EmptyOp([n * oh * ow * k], ir.RankedTensorType(dy.type).element_type).result
+
+    @linalg.generic([], [out], [ir.AffineMap.get_identity(1)], [lb.PARALLEL])
+    def flat(_):
+        i, y, x, f = tap_tables.unflatten(linalg.IndexOp(0).result, [n, oh, ow, k])
+        return tensor.extract(dy, [i, f, y, x])
+
+    return lb.expand_axis(flat, 0, [n, oh, ow, k])
+
+
+def _weight_first_cl(shape: Shape, dy: ir.Value, w: ir.Value, gather: bool) -> ir.Value:
+    """dx[n,c,oh,ow] = sum_f T[c,f] dy[n,oh,ow,f], dy channels-last (reduction
+    innermost and aligned in both operands), placed at stride."""
+    rows = _channels_last_by_gather(dy) if gather else forms.transpose(dy, [0, 2, 3, 1])
+    n, oh, ow, k = lb.sizes_of(rows)
+    taps = tap_tables.one_tap(lb.expand_dim(w, 0, (1, k)), [0, 0])
+    n_, c, y, x, f = lb.dims(5)
+    maps = [lb.affine_map(5, [c, f]), lb.affine_map(5, [n_, y, x, f]), lb.affine_map(5, [n_, c, y, x])]
+    init = lb.zeros([n, shape.c, oh, ow], lb.element_type("f32"))
+    out = lb.contraction(taps, rows, init, maps, [lb.PARALLEL] * 4 + [lb.REDUCTION])
+    return _placed(shape, dy, lb.convert(out, lb.element_type(shape.dtype)))
+
+
+def _flat_weight_first(shape: Shape, dy: ir.Value, w: ir.Value) -> ir.Value:
+    """rows[n, c, p] = sum_f T[c, f] dy[n, f, p] over flat positions p (the
+    stride-1 form, tiles of 64 positions), rounded to the data type."""
+    n, k, oh, ow = lb.sizes_of(dy)
+    source = forms.collapse_range(dy, 2, 4)
+    init = lb.zeros([n, shape.c, oh * ow], lb.element_type("f32"))
+    taps = tap_tables.one_tap(lb.expand_dim(w, 0, (1, k)), [0, 0])
+    return lb.convert(forms.weight_first_gemm(taps, source, init), lb.element_type(shape.dtype))
+
+
+def _placed_by_gather(shape: Shape, dy: ir.Value, rows: ir.Value, flat: bool) -> ir.Value:
+    """grad_input[n, c, h, w] = rows[n, c, (h/s)*ow + w/s] where s divides h and
+    w, else 0, by one gather (padding 0 only): over grad_input's flat index
+    (`flat`) or its four dims."""
+    n, c, _ = lb.sizes_of(rows)
+    oh, ow = lb.sizes_of(dy)[2:]
+    height, width = shape.hw
+    elem = lb.element_type(shape.dtype)
+    index_type = ir.IndexType.get()
+    const = lambda v: arith.constant(index_type, v)  # noqa: E731
+    sizes = [n, c, height, width]
+    out = tensor.EmptyOp([n * c * height * width] if flat else sizes, elem).result
+    rank = 1 if flat else 4
+
+    @linalg.generic([], [out], [ir.AffineMap.get_identity(rank)], [lb.PARALLEL] * rank)
+    def placed(_):
+        if flat:
+            i, f, y, x = tap_tables.unflatten(linalg.IndexOp(0).result, sizes)
+        else:
+            i, f, y, x = (linalg.IndexOp(a).result for a in range(4))
+        step = const(shape.stride)
+        on_grid = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, arith.remui(y, step), const(0)),
+                             arith.cmpi(arith.CmpIPredicate.eq, arith.remui(x, step), const(0)))
+        p = arith.addi(arith.muli(arith.divui(y, step), const(ow)), arith.divui(x, step))
+        value = tensor.extract(rows, [i, f, p])
+        return arith.select(on_grid, value, arith.constant(elem, 0.0))
+
+    return lb.expand_axis(placed, 0, sizes) if flat else placed
+
+
+# Tiles for the strided GEMM's loops (n, c, oh, ow, f) given to IREE
+# (`tile_override`): workgroup, subgroup, reduction, threads. IREE's own
+# choice on these shapes is ([2, 128, 1, 32, 0], [2, 4, 1, 2, 0], [0, 0, 0, 0, 2], 128).
+TILES = {
+    "rows4": ([1, 128, 4, 32, 0], [1, 4, 2, 2, 0], [0, 0, 0, 0, 2], 256),
+    "k64": ([2, 128, 1, 32, 0], [2, 4, 1, 2, 0], [0, 0, 0, 0, 4], 128),
+    "c256": ([1, 256, 2, 32, 0], [1, 4, 2, 2, 0], [0, 0, 0, 0, 2], 256),
+}
+
+
+def _tiled(shape: Shape, name: str) -> str:
+    workgroup, subgroup, reduction, threads = TILES[name]
+    padding = [*workgroup[:4], 32]
+    info = tile_override.compilation_info(workgroup, subgroup, reduction, padding, threads, shape.dtype)
+    return tile_override.with_tiles(modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda"), info)
+
+
 def variants(shape: Shape) -> dict[str, str]:
+    if shape.stride > 1:
+        tiled = {f"ours-{name}": _tiled(shape, name) for name in TILES}
+    else:
+        tiled = {}
     return {
+        **tiled,
+        "flat-gather1d": _module(shape, lambda dy, w: _placed_by_gather(shape, dy, _flat_weight_first(shape, dy, w), True)),
+        "flat-gather4d": _module(shape, lambda dy, w: _placed_by_gather(shape, dy, _flat_weight_first(shape, dy, w), False)),
+        "wf-cl-gather": _module(shape, lambda dy, w: _weight_first_cl(shape, dy, w, True)),
+        "wf-cl-transpose": _module(shape, lambda dy, w: _weight_first_cl(shape, dy, w, False)),
         "nchw-pairs": _module(shape, lambda dy, w: _pairs(shape, _nchw_gemm(shape, dy, w))),
         "nchw-insert-6d": _module(shape, lambda dy, w: _inserted_6d(shape, _nchw_gemm(shape, dy, w))),
         "nchw-pad-6d": _module(shape, lambda dy, w: _padded_6d(shape, _nchw_gemm(shape, dy, w))),

@@ -17,7 +17,7 @@ from .linalg_builders import PARALLEL
 from .spec import ConvBackwardSpec
 
 
-def _unflatten(position: ir.Value, sizes: list[int]) -> list[ir.Value]:
+def unflatten(position: ir.Value, sizes: list[int]) -> list[ir.Value]:
     """The row-major indices over `sizes` of a flat `position` (index values)."""
     index_type = ir.IndexType.get()
     indices = []
@@ -47,7 +47,7 @@ def one_tap(weight: ir.Value, tap: list[int]) -> ir.Value:
 
     @linalg.generic([], [out], [ir.AffineMap.get_identity(1)], [PARALLEL])
     def flat(_):
-        c, f = _unflatten(linalg.IndexOp(0).result, [c_in, f_out])
+        c, f = unflatten(linalg.IndexOp(0).result, [c_in, f_out])
         return tensor.extract(source, [f, c, *(arith.constant(index_type, k) for k in tap)])
 
     return lb.expand_axis(flat, 0, [c_in, f_out])
@@ -87,7 +87,7 @@ def all_tap_tables(spec: ConvBackwardSpec, weight: ir.Value, live: list[tuple[ge
             local = arith.subi(position, const(offset))
             # [g, c, f, *j] of this phase; a missing dim reads 0.
             dims = [g if spec.groups > 1 else 1, c_in, f_out, *(ph.taps for ph in phases)]
-            gi, ci, fi, *ji = _unflatten(local, dims)
+            gi, ci, fi, *ji = unflatten(local, dims)
             # Reversed taps: tap j of a phase reads k = last_tap - j * step (`Phase.tap_indices`).
             ks = [arith.subi(const(ph.last_tap), arith.muli(j, const(ph.tap_step)))
                   for ph, j in zip(phases, ji)]
