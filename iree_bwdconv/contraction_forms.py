@@ -62,6 +62,17 @@ def matmul(lhs: ir.Value, rhs: ir.Value, init: ir.Value, named: bool = False) ->
     return lb.contraction(lhs, rhs, init, maps, [PARALLEL] * (batch + 2) + [REDUCTION])
 
 
+def matmul_rows(lhs: ir.Value, rhs: ir.Value, init: ir.Value) -> ir.Value:
+    """`init[(g,)m,n] += lhs[(g,)m,k] * rhs[(g,)n,k]`: both operands read
+    along the reduction (a matmul with its right operand transposed), as a
+    generic."""
+    batch = ir.RankedTensorType(lhs.type).rank - 2
+    num = batch + 3
+    *g, m, n, k = lb.dims(num)
+    maps = [lb.affine_map(num, [*g, m, k]), lb.affine_map(num, [*g, n, k]), lb.affine_map(num, [*g, m, n])]
+    return lb.contraction(lhs, rhs, init, maps, [PARALLEL] * (batch + 2) + [REDUCTION])
+
+
 def weight_first_gemm(taps: ir.Value, source: ir.Value, init: ir.Value) -> ir.Value:
     """`init[n,(g,)c,o...] += taps[(g,)c,f] * source[n,(g,)f,o...]`: a 1x1
     kernel's contraction as a GEMM per image whose first operand is the
@@ -154,19 +165,25 @@ def expand_trailing(value: ir.Value, sizes: Sequence[int]) -> ir.Value:
 
 def im2col(
     windowed: ir.Value, windows: Sequence[int], kernel: Sequence[int], strides: Sequence[int],
-    dilations: Sequence[int],
+    dilations: Sequence[int], columns_first: bool = False,
 ) -> ir.Value:
     """cols[g, n, o..., c, k...] = windowed[n, g, c, o*s + k*d]: each output
-    position's receptive field laid out as a row. `windowed` must span exactly
-    the reads (cropped or padded beforehand)."""
+    position's receptive field laid out as a row; with `columns_first`
+    cols[g, c, k..., n, o...], each (channel, tap) a row of every position,
+    which copies runs of `windowed`'s innermost dim. `windowed` must span
+    exactly the reads (cropped or padded beforehand)."""
     sizes = lb.sizes_of(windowed)
     r = len(kernel)
     batch, groups, channels = sizes[:3]
-    out_sizes = [groups, batch, *windows, channels, *kernel]
+    num = 3 + 2 * r
+    g, *rest = lb.dims(num)
+    if columns_first:
+        out_sizes = [groups, channels, *kernel, batch, *windows]
+        c, k, n, o = rest[0], rest[1 : 1 + r], rest[1 + r], rest[2 + r :]
+    else:
+        out_sizes = [groups, batch, *windows, channels, *kernel]
+        n, o, c, k = rest[0], rest[1 : 1 + r], rest[1 + r], rest[2 + r :]
     out = tensor.EmptyOp(out_sizes, ir.RankedTensorType(windowed.type).element_type).result
-    num = len(out_sizes)
-    g, n, *rest = lb.dims(num)
-    o, c, k = rest[:r], rest[r], rest[r + 1 :]
     reads = [oi * s + ki * dil for oi, ki, s, dil in zip(o, k, strides, dilations)]
 
     @linalg.generic([windowed], [out], [lb.affine_map(num, [n, g, c, *reads]), ir.AffineMap.get_identity(num)],

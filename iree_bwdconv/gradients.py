@@ -133,6 +133,27 @@ def im2col_taps(columns_per_tap: int, kernel: tuple[int, ...]) -> tuple[int, ...
     return geometry.padded_taps(columns_per_tap, kernel, CPU_IM2COL_COLUMNS, CPU_MAX_TAP_GROWTH)
 
 
+# On the CPU, an unstrided grad_weight whose reduction (images x positions)
+# is at least this many times its rows takes the im2col gather columns-first
+# (`im2col_columns_first`).
+CPU_COLUMNS_FIRST_MIN_DEPTH = 8
+
+
+def im2col_columns_first(spec: ConvBackwardSpec) -> bool:
+    """Whether grad_weight's im2col gather is laid out [(channel, tap),
+    (image, position)] and multiplied with both operands read along the
+    reduction (`contraction_forms.matmul_rows`), not [(image, position),
+    (channel, tap)] into the named matmul: on the CPU, for unstrided layers
+    with a deep reduction, where IREE's matmul over a [k, n] operand ran
+    slowly (ResNet-50's 3x3 c64 56x56 layer) and the gather copies runs of
+    the input's rows (docs/performance.md, "grad_weight's im2col layout")."""
+    if targets.current() != "cpu" or spec.batch is None or any(s > 1 for s in spec.stride):
+        return False
+    rows = (spec.in_channels if spec.transposed else spec.out_channels) // spec.groups
+    depth = spec.batch * math.prod(_windows(spec))
+    return depth >= CPU_COLUMNS_FIRST_MIN_DEPTH * rows
+
+
 def _windows(spec: ConvBackwardSpec) -> tuple[int, ...]:
     """The positions each weight gradient term sums over, per image."""
     return spec.input_spatial if spec.transposed else spec.output_spatial
@@ -192,17 +213,23 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
     dy = lb.expand_dim(grad_output, 1, (groups, f_out))
     plain, windowed = (x, dy) if spec.transposed else (dy, x)
     if not by_im2col:
-        return _grad_weight_contraction(spec, plain, windowed, rows, columns)
+        return grad_weight_contraction(spec, plain, windowed, rows, columns)
 
     lhs = forms.collapse_range(forms.transpose(plain, [1, 2, 0, *range(3, 3 + r)]), 2, 3 + r)  # [g, row, n*o]
-    cols = forms.im2col(windowed, windows, taps, spec.stride, spec.dilation)  # [g, n, o.., col, k..]
-    cols = forms.collapse_range(forms.collapse_range(cols, 1, 2 + r), 2, 3 + r)  # [g, n*o, col*k]
+    columns_first = im2col_columns_first(spec)
+    cols = forms.im2col(windowed, windows, taps, spec.stride, spec.dilation, columns_first=columns_first)
+    if columns_first:  # [g, col, k.., n, o..] -> [g, col*k, n*o]
+        cols = forms.collapse_range(forms.collapse_range(cols, 2 + r, 3 + 2 * r), 1, 2 + r)
+    else:  # [g, n, o.., col, k..] -> [g, n*o, col*k]
+        cols = forms.collapse_range(forms.collapse_range(cols, 1, 2 + r), 2, 3 + r)
     if groups == 1:  # a plain matmul, not a batch of one
         lhs, cols = lb.collapse_dims(lhs, 0), lb.collapse_dims(cols, 0)
     out_sizes = [*([groups] if groups > 1 else []), rows, columns * math.prod(taps)]
     split = im2col_split(spec)
     if split > 1:
         acc = _split_matmul(lhs, cols, out_sizes, split)
+    elif columns_first:
+        acc = forms.matmul_rows(lhs, cols, lb.zeros(out_sizes, lb.element_type(ACCUMULATOR)))
     else:
         named = targets.current() == "cpu"  # see forms.matmul
         acc = forms.matmul(lhs, cols, lb.zeros(out_sizes, lb.element_type(ACCUMULATOR)), named)
@@ -245,17 +272,20 @@ def _split_matmul(lhs: ir.Value, cols: ir.Value, out_sizes: list[int], split: in
     return _sum_partials(parts, out_sizes)
 
 
-def _grad_weight_contraction(
-    spec: ConvBackwardSpec, plain: ir.Value, windowed: ir.Value, rows: int, columns: int
+def grad_weight_contraction(
+    spec: ConvBackwardSpec, plain: ir.Value, windowed: ir.Value, rows: int, columns: int,
+    kernel: Optional[Sequence[int]] = None, stride: Optional[Sequence[int]] = None,
 ) -> ir.Value:
     """dw[g,row,col,k] = sum_{n,o} windowed[n,g,col,o*s+k*d] * plain[n,g,row,o], one
-    generic, split by images on GPU targets (`image_split`). The windowed
+    generic, split by images on GPU targets (`image_split`); `kernel` and
+    `stride` replace the spec's (a phase of `weight_phases`). The windowed
     operand must come first: with the operands swapped, IREE's GPU code
     generation failed to compile some of these ("failed to pack reduction
     dimensions": the demo CNN's stem, 1x1 c512 k1024 100x100) and took 5 s
     on the 1x1 n32 c1024 k2048 50x50 gradients."""
     r = spec.spatial_rank
-    out_sizes = [spec.groups, rows, columns, *spec.kernel]
+    kernel, stride = tuple(kernel or spec.kernel), tuple(stride or spec.stride)
+    out_sizes = [spec.groups, rows, columns, *kernel]
     split = image_split(spec)
     if split > 1:
         images = ir.RankedTensorType(windowed.type).shape[0] // split
@@ -266,7 +296,7 @@ def _grad_weight_contraction(
     d = lb.dims(num)
     s, (g, row, col, *rest) = d[:lead], d[lead:]
     k, (n, *o) = rest[:r], rest[r:]
-    reads = [oi * st + ki * dil for oi, ki, st, dil in zip(o, k, spec.stride, spec.dilation)]
+    reads = [oi * st + ki * dil for oi, ki, st, dil in zip(o, k, stride, spec.dilation)]
     maps = [lb.affine_map(num, [*s, n, g, col, *reads]), lb.affine_map(num, [*s, n, g, row, *o]),
             lb.affine_map(num, [*s, g, row, col, *k])]
     init = lb.zeros([split] * lead + out_sizes, lb.element_type(ACCUMULATOR))

@@ -261,9 +261,12 @@ func.func @declined_groups_not_constant(%arg0: !torch.vtensor<[2,4,6],f32>, %arg
 // 32x32 positions (2048 terms) for 4x3x3x3 weights. On GPU targets the
 // im2col matmul is split into 4 partial sums of 512 terms each (split-K:
 // otherwise a few thread blocks would run the whole sum), then summed; on
-// the CPU one named matmul.
+// the CPU one matmul whose operands both run along the 2048 terms (the
+// gather laid out columns-first: unstrided, and 2048 terms for 4 rows).
 // CHECK-LABEL: func.func @grad_weight_2d_k3x3_s1_p1_d1_g1_f32
-// CHECK:         linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x2048xf32>, tensor<2048x27xf32>) outs(%{{.*}} : tensor<4x27xf32>)
+// CHECK-NOT:     linalg.matmul
+// CHECK:         linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<4x2048xf32>, tensor<27x2048xf32>) outs(%{{.*}} : tensor<4x27xf32>)
 // GPU-LABEL: func.func @grad_weight_2d_k3x3_s1_p1_d1_g1_f32
 // GPU-NOT:     linalg.matmul
 // GPU:         %[[PARTS:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction"]

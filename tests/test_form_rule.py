@@ -192,3 +192,31 @@ def test_gpu_one_tap_kernels_keep_the_direct_form_in_f32():
         assert contraction.count('"reduction"') == (1 if taken else 3), (dtype, contraction)
         with targets.lowering_for("cpu"):
             assert not gradients.one_tap_half_on_gpu(configuration.dtype, configuration.kernel)
+
+
+def _weight_spec(batch: int, channels: int, out_channels: int, size: int, kernel: int, stride: int, padding: int):
+    out = geometry.conv_output_size(size, kernel, stride, padding, 1)
+    dy, x = torch.zeros(batch, out_channels, out, out), torch.zeros(batch, channels, size, size)
+    w = torch.zeros(out_channels, channels, kernel, kernel)
+    return functional.spec_of(dy, x, w, None, [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], 1,
+                              [False, True, False])
+
+
+@pytest.mark.parametrize("batch, channels, out_channels, size, kernel, stride, padding, columns_first", [
+    (2, 64, 64, 56, 3, 1, 1, True),     # ResNet-50's c64 layer: depth 6272 for 64 rows
+    (2, 128, 128, 28, 3, 1, 1, True),   # depth 1568 for 128 rows
+    (2, 256, 64, 56, 1, 1, 0, True),    # 1x1 stride 1
+    (2, 256, 256, 14, 3, 1, 1, False),  # depth 392 for 256 rows: the named matmul was faster
+    (4, 64, 64, 56, 3, 2, 1, False),    # strided: the columns-first gather reads every other element
+    (2, 32, 64, 40, 5, 2, 1, False),
+])
+def test_cpu_grad_weight_im2col_layout(batch, channels, out_channels, size, kernel, stride, padding, columns_first):
+    configuration = _weight_spec(batch, channels, out_channels, size, kernel, stride, padding)
+    with targets.lowering_for("cpu"):
+        assert gradients.im2col_columns_first(configuration) == columns_first
+    with targets.lowering_for("cuda"):
+        assert not gradients.im2col_columns_first(configuration)
+    dynamic = dataclasses.replace(configuration, input_shape=(None, *configuration.input_shape[1:]),
+                                  grad_output_shape=(None, *configuration.grad_output_shape[1:]))
+    with targets.lowering_for("cpu"):
+        assert not gradients.im2col_columns_first(dynamic)
