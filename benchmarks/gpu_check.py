@@ -28,7 +28,7 @@ class Case(NamedTuple):
     n: int
     c: int
     k: int
-    hw: int
+    hw: int | tuple[int, int]  # square, or (h, w)
     kernel: tuple[int, int]
     stride: int
     padding: int
@@ -63,6 +63,8 @@ _LAYERS = (
     _layer("7x7_s2_c3_224_n32", 32, 3, 64, 224, 7, 2, 3, 1, "auto"),     # and its stem
     _layer("3x3_s1_c64", 8, 64, 64, 28, 3, 1, 1, 1, "auto"),
     _layer("1x1_s1", 8, 64, 128, 28, 1, 1, 0, 1, "auto"),
+    _layer("1x1_s1_c256_k64_56_n32", 32, 256, 64, 56, 1, 1, 0, 1, "auto"),  # ResNet-50's; its weight gradient
+    _layer("1x3_s1_n32", 32, 64, 64, 28, (1, 3), 1, 0, 1, "auto"),          # was wrong by contraction at n32
     _layer("1x1_s1_g4", 8, 64, 128, 28, 1, 1, 0, 4, "auto"),
     _layer("1x3_s1", 8, 64, 64, 28, (1, 3), 1, 0, 1, "auto"),
     _layer("1x3_s1_g4", 8, 64, 64, 28, (1, 3), 1, 0, 4, "auto"),
@@ -98,13 +100,14 @@ _DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 def shapes(case: Case) -> dict[str, list[int]]:
     """dy, x and w: the result of the forward (or transposed) convolution, its input and its weight."""
+    sizes = (case.hw, case.hw) if isinstance(case.hw, int) else tuple(case.hw)
     if case.kind == "transposed":
-        out = [(case.hw - 1) * case.stride - 2 * case.padding + k for k in case.kernel]
+        out = [(size - 1) * case.stride - 2 * case.padding + k for size, k in zip(sizes, case.kernel)]
         w = [case.c, case.k // case.groups, *case.kernel]
     else:
-        out = [geometry.conv_output_size(case.hw, k, case.stride, case.padding, 1) for k in case.kernel]
+        out = [geometry.conv_output_size(size, k, case.stride, case.padding, 1) for size, k in zip(sizes, case.kernel)]
         w = [case.k, case.c // case.groups, *case.kernel]
-    return {"dy": [case.n, case.k, *out], "x": [case.n, case.c, case.hw, case.hw], "w": w}
+    return {"dy": [case.n, case.k, *out], "x": [case.n, case.c, *sizes], "w": w}
 
 
 def arguments(case: Case) -> list:

@@ -92,20 +92,15 @@ GPU_IM2COL_MIN_WEIGHT_STRIDE_1 = 1 << 19
 
 def grad_weight_by_im2col(spec: ConvBackwardSpec) -> bool:
     """The form of grad_weight for the current target: im2col + matmul on the
-    CPU, for grouped convolutions and for strided f16/bf16 ones; on GPU
+    CPU, for grouped convolutions, and for f16/bf16 ones that are strided or
+    have a kernel dim of 1 (`half_precision_contraction_wrong`); on GPU
     targets one contraction split by images otherwise, unless the images
     split into too few partial sums or the kernel is larger than 1x1,
     unstrided and has at least GPU_IM2COL_MIN_WEIGHT_STRIDE_1 elements,
     which take the split im2col matmul."""
     if targets.current() == "cpu" or spec.groups > 1:
         return True  # grouped: the contraction did not finish a 45 s benchmark (3x3 g32 c256 200x200)
-    if targets.half_precision_on_gpu(spec.dtype) and any(s > 1 for s in spec.stride):
-        # IREE 3.13's CUDA code computed the strided contraction wrongly in
-        # f16 on the H100 (largest error 125%-149% of the largest value on
-        # ResNet-50's 3x3 c64 and 1x1 c256 stride-2 layers, its stem and a
-        # 1x1 c64 n8 layer; right on c128/c256 3x3), where im2col + matmul
-        # was right on all nine shapes checked, in 0.7x-2.1x the
-        # contraction's time (`benchmarks/gpu_weight_forms.py`).
+    if half_precision_contraction_wrong(spec):
         return True
     weight = math.prod(spec.weight_shape)
     split = image_split(spec)
@@ -113,6 +108,22 @@ def grad_weight_by_im2col(spec: ConvBackwardSpec) -> bool:
         return True
     wide = any(k > 1 for k in spec.kernel) and all(s == 1 for s in spec.stride)
     return wide and weight >= GPU_IM2COL_MIN_WEIGHT_STRIDE_1
+
+
+def half_precision_contraction_wrong(spec: ConvBackwardSpec) -> bool:
+    """Where IREE 3.13's CUDA code computed the weight-gradient contraction
+    wrongly in f16/bf16 on the H100 (largest error 1.2-1.7 times the
+    largest value): strided layers (ResNet-50's 3x3 c64 and 1x1 c256
+    stride-2 layers, its stem, seed 003's 1x1 layers) and 1x1 kernels at
+    stride 1 too (all six checked: ResNet-50's 1x1 c256 k64 and c64 k256
+    56x56 layers, 1x1 c1024 25x25 at n32, c64 28x28 at n8). It was right
+    on every unstrided kernel wider than 1 checked (3x3 c64/c128/c256,
+    2x2); a kernel with one dim of 1 is counted in unchecked. im2col +
+    matmul was right on all of them (docs/performance.md, "Read first";
+    `benchmarks/gpu_weight_forms.py`)."""
+    if not targets.half_precision_on_gpu(spec.dtype):
+        return False
+    return any(s > 1 for s in spec.stride) or any(k == 1 for k in spec.kernel)
 
 
 # On the CPU the im2col matmul's columns (channels x taps) are made a

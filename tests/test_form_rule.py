@@ -177,6 +177,31 @@ def test_gpu_strided_half_precision_weight_gradients_take_im2col(kernel, padding
             assert gradients.grad_weight_by_im2col(configuration) == gpu_im2col, dtype
 
 
+@pytest.mark.parametrize("kernel, channels, out_channels, size, wrong", [
+    ((1, 1), 256, 64, 56, True),    # ResNet-50's 1x1 stride-1 layers: the contraction was wrong at n32
+    ((1, 1), 1024, 2048, 25, True),
+    ((1, 3), 64, 64, 28, True),     # a kernel dim of 1: counted in
+    ((3, 3), 64, 64, 56, False),    # right on every unstrided kernel wider than 1 checked
+    ((2, 2), 64, 64, 28, False),
+])
+def test_gpu_half_precision_one_wide_weight_gradients_take_im2col_at_stride_1(kernel, channels, out_channels, size,
+                                                                               wrong):
+    padding = [k // 2 for k in kernel]
+    out = [geometry.conv_output_size(size, k, 1, p, 1) for k, p in zip(kernel, padding)]
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        dy, x = torch.zeros(32, out_channels, *out, dtype=dtype), torch.zeros(32, channels, size, size, dtype=dtype)
+        w = torch.zeros(out_channels, channels, *kernel, dtype=dtype)
+        configuration = functional.spec_of(dy, x, w, None, [1, 1], padding, [1, 1], False, [0, 0], 1,
+                                           [False, True, False])
+        half = dtype != torch.float32
+        with targets.lowering_for("cuda"):
+            assert gradients.half_precision_contraction_wrong(configuration) == (wrong and half), dtype
+            if wrong and half:
+                assert gradients.grad_weight_by_im2col(configuration)
+        with targets.lowering_for("cpu"):
+            assert not gradients.half_precision_contraction_wrong(configuration)
+
+
 def test_gpu_one_tap_kernels_keep_the_direct_form_in_f32():
     """In f32 IREE's code for the 1x1 convolution-shaped generic was right:
     a stride-1 f32 1x1 kernel keeps the direct form on GPU targets (a
