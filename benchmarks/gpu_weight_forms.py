@@ -51,13 +51,14 @@ LAYERS = (
 FORMS = {"contraction": (False, False), "im2col": (True, False), "stride-phase": (False, True)}
 
 
+def _by_stride_phase(spec, grad_output, input_):
+    return weight_phases.grad_weight(spec, grad_output, input_, gradients.grad_weight_contraction)
+
+
 @contextlib.contextmanager
 def _weight_form(form: str) -> Iterator[None]:
     by_im2col, by_phase = FORMS[form]
-    builder = gradients.grad_weight
-    if by_phase:
-        def builder(spec, grad_output, input_):  # noqa: F811
-            return weight_phases.grad_weight(spec, grad_output, input_, gradients.grad_weight_contraction)
+    builder = _by_stride_phase if by_phase else gradients.grad_weight
     with mock.patch.object(gradients, "grad_weight_by_im2col", lambda spec: by_im2col), \
             mock.patch.object(gradients, "grad_weight", builder):
         functional.clear_cache()
