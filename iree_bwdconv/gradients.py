@@ -289,7 +289,7 @@ def grad_weight_contraction(
 ) -> ir.Value:
     """dw[g,row,col,k] = sum_{n,o} windowed[n,g,col,o*s+k*d] * plain[n,g,row,o], one
     generic, split by images on GPU targets (`image_split`); `kernel` and
-    `stride` replace the spec's (a phase of `weight_phases`). The windowed
+    `stride` replace the spec's (a stride phase: `benchmarks/weight_phases.py`). The windowed
     operand must come first: with the operands swapped, IREE's GPU code
     generation failed to compile some of these ("failed to pack reduction
     dimensions": the demo CNN's stem, 1x1 c512 k1024 100x100) and took 5 s
