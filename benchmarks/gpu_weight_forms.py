@@ -47,7 +47,7 @@ LAYERS = (
     ("3x3_s2_c256_25_n32", 32, 256, 256, 25, 3, 2, 1),
     ("3x3_s2_c384_277x209_n1", 1, 384, 384, (277, 209), 3, 2, 1),
 )
-# form -> (grad_weight_by_im2col, weight_phases.applies) forced
+# form -> (grad_weight_by_im2col forced, the stride-phase form of `weight_phases` instead)
 FORMS = {"contraction": (False, False), "im2col": (True, False), "stride-phase": (False, True)}
 
 

@@ -19,19 +19,18 @@ CUDA code computes the 1x1 weight-gradient contraction itself
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
-import math
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, linalg, tensor
+from torch_mlir.dialects import arith, tensor
 
 from iree_bwdconv import contraction_forms as forms
 from iree_bwdconv import linalg_builders as lb
-from iree_bwdconv.linalg_builders import PARALLEL
 from iree_bwdconv.spec import ConvBackwardSpec
-from iree_bwdconv.tap_tables import unflatten
+from iree_bwdconv.tap_tables import gather_blocks, unflatten
 
 
 @dataclass(frozen=True)
@@ -56,50 +55,37 @@ def _residue_classes(spec: ConvBackwardSpec, input_: ir.Value,
                      combos: list[tuple[WeightPhase, ...]]) -> list[ir.Value]:
     """Each phase's class of the input, `x_rho[n, c, q...] = x[n, c, q*s +
     rho - p]` per dim (zero outside x) for the rows its outputs read, each
-    a contiguous block of one buffer that one gather fills (an exact
-    operand for each contraction: a slice of a larger block would leave a
-    non-contiguous read in the contraction's dispatch, as `tap_tables`
-    found for the weight)."""
+    a block of one gather (`tap_tables.gather_blocks`: an exact operand for
+    each contraction, where a slice of a larger block would leave a
+    non-contiguous read in the contraction's dispatch)."""
     n, c, *size = lb.sizes_of(input_)
     shapes = [[n, c, *(ph.source_length(o) for ph, o in zip(phases, spec.output_spatial))] for phases in combos]
-    sizes = [math.prod(shape) for shape in shapes]
-    offsets = list(itertools.accumulate([0] + sizes[:-1]))
     elem = ir.RankedTensorType(input_.type).element_type
-    out = tensor.EmptyOp([sum(sizes)], elem).result
     index = ir.IndexType.get()
     const = lambda v: arith.constant(index, v)  # noqa: E731
 
-    @linalg.generic([], [out], [ir.AffineMap.get_identity(1)], [PARALLEL])
-    def flat(_):
-        position = linalg.IndexOp(0).result
-        chosen: Optional[list[ir.Value]] = None
-        for phases, shape, offset in zip(combos, shapes, offsets):
-            image, channel, *q = unflatten(arith.subi(position, const(offset)), shape)
-            # Positions in the padded input: q*s + rho per dim.
-            candidate = [image, channel, *(arith.addi(arith.muli(q_a, const(s)), const(ph.residue))
-                                           for q_a, s, ph in zip(q, spec.stride, phases))]
-            if chosen is None:
-                chosen = candidate
-            else:
-                here = arith.cmpi(arith.CmpIPredicate.uge, position, const(offset))
-                chosen = [arith.select(here, new, old) for new, old in zip(candidate, chosen)]
-        assert chosen is not None
-        image, channel, *reads = chosen
+    def reads_of(block: int, local: ir.Value) -> list[ir.Value]:
+        image, channel, *q = unflatten(local, shapes[block])
+        # Positions in the padded input: q*s + rho per dim.
+        return [image, channel, *(arith.addi(arith.muli(q_a, const(s)), const(ph.residue))
+                                  for q_a, s, ph in zip(q, spec.stride, combos[block]))]
+
+    def read(indices: list[ir.Value]) -> ir.Value:
+        image, channel, *reads = indices
         inside = None
-        for read, p, length in zip(reads, spec.padding, size):
-            within = arith.andi(arith.cmpi(arith.CmpIPredicate.uge, read, const(p)),
-                                arith.cmpi(arith.CmpIPredicate.ult, read, const(p + length)))
+        for position, p, length in zip(reads, spec.padding, size):
+            within = arith.andi(arith.cmpi(arith.CmpIPredicate.uge, position, const(p)),
+                                arith.cmpi(arith.CmpIPredicate.ult, position, const(p + length)))
             inside = within if inside is None else arith.andi(inside, within)
         # A read in the padding takes element 0 and is then replaced by zero.
-        clamped = [arith.select(inside, arith.subi(read, const(p)), const(0)) for read, p in zip(reads, spec.padding)]
-        value = tensor.extract(input_, [image, channel, *clamped])
-        return arith.select(inside, value, arith.constant(elem, 0.0))
+        clamped = [arith.select(inside, arith.subi(position, const(p)), const(0))
+                   for position, p in zip(reads, spec.padding)]
+        return arith.select(inside, tensor.extract(input_, [image, channel, *clamped]), arith.constant(elem, 0.0))
 
-    return [lb.expand_axis(lb.extract(flat, [offset], [size]), 0, shape)
-            for shape, size, offset in zip(shapes, sizes, offsets)]
+    return gather_blocks(shapes, elem, reads_of, read)
 
 
-# (spec, plain, windowed, rows, columns, kernel, stride) -> dw: `gradients.grad_weight_contraction`.
+# (spec, plain, windowed, rows, columns) -> dw: `gradients.grad_weight_contraction`.
 Contraction = Callable[..., ir.Value]
 
 
@@ -110,12 +96,14 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value,
     classes = _residue_classes(spec, input_, combos)
     dy = lb.expand_dim(grad_output, 1, (1, spec.out_channels))  # [n, g, f, o...]
     c = spec.in_channels
-    unit = [1] * spec.spatial_rank
+    unit = (1,) * spec.spatial_rank
     longest = [ph.taps for ph in combos[0]]  # residue 0 has the most taps in every dim
     parts: dict[tuple[int, ...], ir.Value] = {}
     for phases, source in zip(combos, classes):
         taps = [ph.taps for ph in phases]
-        part = contraction(spec, dy, lb.expand_dim(source, 1, (1, c)), spec.out_channels, c, taps, unit)
+        # The phase as a layer of its own: its taps, stride 1.
+        phase = dataclasses.replace(spec, weight_shape=(spec.out_channels, c, *taps), stride=unit)
+        part = contraction(phase, dy, lb.expand_dim(source, 1, (1, c)), spec.out_channels, c)
         parts[tuple(ph.residue for ph in phases)] = lb.pad(part, [0] * (2 + len(taps)),
                                                            [0, 0] + [t - own for t, own in zip(longest, taps)])
     if len(parts) == 1:  # one phase per dim: its taps are the kernel's

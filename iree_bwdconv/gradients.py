@@ -284,19 +284,16 @@ def _split_matmul(lhs: ir.Value, cols: ir.Value, out_sizes: list[int], split: in
 
 
 def grad_weight_contraction(
-    spec: ConvBackwardSpec, plain: ir.Value, windowed: ir.Value, rows: int, columns: int,
-    kernel: Optional[Sequence[int]] = None, stride: Optional[Sequence[int]] = None,
+    spec: ConvBackwardSpec, plain: ir.Value, windowed: ir.Value, rows: int, columns: int
 ) -> ir.Value:
     """dw[g,row,col,k] = sum_{n,o} windowed[n,g,col,o*s+k*d] * plain[n,g,row,o], one
-    generic, split by images on GPU targets (`image_split`); `kernel` and
-    `stride` replace the spec's (a stride phase: `benchmarks/weight_phases.py`). The windowed
+    generic, split by images on GPU targets (`image_split`). The windowed
     operand must come first: with the operands swapped, IREE's GPU code
     generation failed to compile some of these ("failed to pack reduction
     dimensions": the demo CNN's stem, 1x1 c512 k1024 100x100) and took 5 s
     on the 1x1 n32 c1024 k2048 50x50 gradients."""
     r = spec.spatial_rank
-    kernel, stride = tuple(kernel or spec.kernel), tuple(stride or spec.stride)
-    out_sizes = [spec.groups, rows, columns, *kernel]
+    out_sizes = [spec.groups, rows, columns, *spec.kernel]
     split = image_split(spec)
     if split > 1:
         images = ir.RankedTensorType(windowed.type).shape[0] // split
@@ -307,7 +304,7 @@ def grad_weight_contraction(
     d = lb.dims(num)
     s, (g, row, col, *rest) = d[:lead], d[lead:]
     k, (n, *o) = rest[:r], rest[r:]
-    reads = [oi * st + ki * dil for oi, ki, st, dil in zip(o, k, stride, spec.dilation)]
+    reads = [oi * st + ki * dil for oi, ki, st, dil in zip(o, k, spec.stride, spec.dilation)]
     maps = [lb.affine_map(num, [*s, n, g, col, *reads]), lb.affine_map(num, [*s, n, g, row, *o]),
             lb.affine_map(num, [*s, g, row, col, *k])]
     init = lb.zeros([split] * lead + out_sizes, lb.element_type(ACCUMULATOR))

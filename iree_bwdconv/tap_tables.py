@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Optional
+from typing import Callable
 
 from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg, tensor
@@ -72,38 +72,53 @@ def all_tap_tables(spec: ConvBackwardSpec, weight: ir.Value, live: list[tuple[ge
             shapes.append([c_in, f_out])
         else:
             shapes.append(([g] if spec.groups > 1 else []) + [c_in, f_out] + taps)
-    sizes = [math.prod(shape) for shape in shapes]
-    offsets = list(itertools.accumulate([0] + sizes[:-1]))
-    elem = ir.RankedTensorType(weight.type).element_type
-    out = tensor.EmptyOp([sum(sizes)], elem).result
     index_type = ir.IndexType.get()
     const = lambda v: arith.constant(index_type, v)  # noqa: E731
+
+    def taps_of(block: int, local: ir.Value) -> list[ir.Value]:
+        phases = live[block]
+        # [g, c, f, *j] of this phase; a missing dim reads 0.
+        dims = [g if spec.groups > 1 else 1, c_in, f_out, *(ph.taps for ph in phases)]
+        gi, ci, fi, *ji = unflatten(local, dims)
+        # Reversed taps: tap j of a phase reads k = last_tap - j * step (`Phase.tap_indices`).
+        ks = [arith.subi(const(ph.last_tap), arith.muli(j, const(ph.tap_step))) for ph, j in zip(phases, ji)]
+        return [gi, fi, ci, *ks]
+
+    elem = ir.RankedTensorType(weight.type).element_type
+    return gather_blocks(shapes, elem, taps_of, lambda indices: tensor.extract(weight, indices))
+
+
+def gather_blocks(
+    shapes: list[list[int]], elem: ir.Type, indices_of: Callable[[int, ir.Value], list[ir.Value]],
+    read: Callable[[list[ir.Value]], ir.Value],
+) -> list[ir.Value]:
+    """One gather over a flat buffer that holds a contiguous block of each
+    of `shapes`, returned as one tensor per block: the element at flat
+    position `local` of block `b` is `read(indices_of(b, local))`. Decoding
+    a flat index in the body is what keeps such a gather a dispatch of its
+    own in IREE 3.13 (`one_tap`); a contiguous block per consumer keeps
+    each consumer's operand whole."""
+    sizes = [math.prod(shape) for shape in shapes]
+    offsets = list(itertools.accumulate([0] + sizes[:-1]))
+    out = tensor.EmptyOp([sum(sizes)], elem).result
+    index_type = ir.IndexType.get()
 
     @linalg.generic([], [out], [ir.AffineMap.get_identity(1)], [PARALLEL])
     def flat(_):
         position = linalg.IndexOp(0).result
-        chosen: Optional[list[ir.Value]] = None
-        for phases, offset in zip(live, offsets):
-            local = arith.subi(position, const(offset))
-            # [g, c, f, *j] of this phase; a missing dim reads 0.
-            dims = [g if spec.groups > 1 else 1, c_in, f_out, *(ph.taps for ph in phases)]
-            gi, ci, fi, *ji = unflatten(local, dims)
-            # Reversed taps: tap j of a phase reads k = last_tap - j * step (`Phase.tap_indices`).
-            ks = [arith.subi(const(ph.last_tap), arith.muli(j, const(ph.tap_step)))
-                  for ph, j in zip(phases, ji)]
-            candidate = [gi, fi, ci, *ks]
-            if chosen is None:
+        chosen: list[ir.Value] = []
+        for block, offset in enumerate(offsets):
+            offset_value = arith.constant(index_type, offset)
+            candidate = indices_of(block, arith.subi(position, offset_value))
+            if block == 0:
                 chosen = candidate
             else:
-                here = arith.cmpi(arith.CmpIPredicate.uge, position, const(offset))
+                here = arith.cmpi(arith.CmpIPredicate.uge, position, offset_value)
                 chosen = [arith.select(here, new, old) for new, old in zip(candidate, chosen)]
-        return tensor.extract(weight, chosen)
+        return read(chosen)
 
-    tables = []
-    for shape, size, offset in zip(shapes, sizes, offsets):
-        block = lb.extract(flat, [offset], [size])
-        tables.append(lb.expand_axis(block, 0, shape))
-    return tables
+    return [lb.expand_axis(lb.extract(flat, [offset], [size]), 0, shape)
+            for shape, size, offset in zip(shapes, sizes, offsets)]
 
 
 def tap_table(
