@@ -25,7 +25,7 @@ GRAD_WEIGHT = (False, True, False)
 
 
 def compiled(folder: Path, shape, columns_first: bool) -> Path:
-    path = folder / f"{hash(shape.name) & 0xFFFF}-{columns_first}.vmfb"
+    path = folder / f"{'columns-first' if columns_first else 'rows'}.vmfb"
     with mock.patch.object(gradients, "im2col_columns_first", lambda spec: columns_first):
         path.write_bytes(pipeline.iree_compile(modules.lowered_uncached(shape, GRAD_WEIGHT), "cpu"))
     return path

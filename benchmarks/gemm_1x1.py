@@ -148,6 +148,11 @@ def _pairs(shape: Shape, out_nchw: ir.Value) -> ir.Value:
     return lb.insert_strided(rows, zeros, [0, 0, 0, 0], [1, 1, s, 1])
 
 
+def _row_major_tap(w: ir.Value) -> ir.Value:
+    """T[c, f] = w[f, c, 0, 0], gathered as the lowering gathers it."""
+    return tap_tables.one_tap(lb.expand_dim(w, 0, (1, lb.sizes_of(w)[0])), [0, 0])
+
+
 def _channels_last_by_gather(dy: ir.Value) -> ir.Value:
     """dy[n, k, oh, ow] copied to [n, oh, ow, k] by a gather over a flat
     index (a dispatch of its own in IREE 3.13, as `tap_tables.one_tap` is)."""
@@ -167,7 +172,7 @@ def _weight_first_cl(shape: Shape, dy: ir.Value, w: ir.Value, gather: bool) -> i
     innermost and aligned in both operands), placed at stride."""
     rows = _channels_last_by_gather(dy) if gather else forms.transpose(dy, [0, 2, 3, 1])
     n, oh, ow, k = lb.sizes_of(rows)
-    taps = tap_tables.one_tap(lb.expand_dim(w, 0, (1, k)), [0, 0])
+    taps = _row_major_tap(w)
     n_, c, y, x, f = lb.dims(5)
     maps = [lb.affine_map(5, [c, f]), lb.affine_map(5, [n_, y, x, f]), lb.affine_map(5, [n_, c, y, x])]
     init = lb.zeros([n, shape.c, oh, ow], lb.element_type("f32"))
@@ -181,7 +186,7 @@ def _flat_weight_first(shape: Shape, dy: ir.Value, w: ir.Value) -> ir.Value:
     n, k, oh, ow = lb.sizes_of(dy)
     source = forms.collapse_range(dy, 2, 4)
     init = lb.zeros([n, shape.c, oh * ow], lb.element_type("f32"))
-    taps = tap_tables.one_tap(lb.expand_dim(w, 0, (1, k)), [0, 0])
+    taps = _row_major_tap(w)
     return lb.convert(forms.weight_first_gemm(taps, source, init), lb.element_type(shape.dtype))
 
 

@@ -74,18 +74,19 @@ def prepare(folder: Path) -> None:
     for name, n, c, k, hw, kernel, stride, padding, *dtype in LAYERS:
         dtype = dtype[0] if dtype else "f16"
         sizes = (hw, hw) if isinstance(hw, int) else hw
+        layer = gpu_check.Case(name, n, c, k, sizes, (kernel, kernel), stride, padding, 1, "auto", dtype)
+        shapes, arguments = gpu_check.shapes(layer), gpu_check.arguments(layer)
+        arguments[-1] = [False, True, False]  # grad_weight only
+        tensors = {key: torch.zeros(size, dtype=gpu_check._DTYPES[dtype]) for key, size in shapes.items()}
+        spec = functional.spec_of(tensors["dy"], tensors["x"], tensors["w"], *arguments)
+        inputs = ["x".join(map(str, shapes[key])) + f"x{dtype}" for key in ("dy", "x", "w")]
         for form in FORMS:
-            case = gpu_check.Case(f"{name}_{form}", n, c, k, sizes, (kernel, kernel), stride, padding, 1, form, dtype)
-            shapes, arguments = gpu_check.shapes(case), gpu_check.arguments(case)
-            arguments[-1] = [False, True, False]  # grad_weight only
-            tensors = {key: torch.zeros(size, dtype=gpu_check._DTYPES[dtype]) for key, size in shapes.items()}
-            spec = functional.spec_of(tensors["dy"], tensors["x"], tensors["w"], *arguments)
+            case = layer._replace(name=f"{name}_{form}", form=form)
             with _weight_form(form):
                 mlir = functional.lowered(spec, target="cuda")
             (folder / f"{case.name}.vmfb").write_bytes(pipeline.iree_compile(mlir, "cuda"))
             cases.append(dict(case._asdict(), shapes=shapes, arguments=arguments, known_wrong=None,
                               results=["grad_weight"]))
-            inputs = ["x".join(map(str, shapes[key])) + f"x{dtype}" for key in ("dy", "x", "w")]
             manifest.append(dict(shape=name, mask="grad_weight", variant=form, vmfb=f"{case.name}.vmfb",
                                  inputs=inputs))
             print(case.name, flush=True)
