@@ -19,7 +19,7 @@ from torch_mlir import ir
 from . import contraction_forms as forms
 from . import geometry, group_split, targets
 from . import linalg_builders as lb
-from . import torch_ir
+from . import torch_ir, weight_rows
 from .errors import InvalidArgumentError
 from .linalg_builders import PARALLEL, REDUCTION
 from .spec import ConvBackwardSpec
@@ -79,51 +79,71 @@ def bias_split(spec: ConvBackwardSpec) -> Optional[int]:
 SPLIT_TARGET_PARTIALS = 1 << 22
 SPLIT_MIN_CHUNK = 512
 
-# On the H100 (benchmarks/split_k.py) the contraction split by images beat
-# the split im2col matmul on 12 of 20 ungrouped shapes (ResNet-50's 3x3 c64:
-# 0.46 ms against 1.46; every 1x1 layer with 10+ images) and lost where the
-# images are too few to split into at least GPU_CONTRACTION_MIN_PARTIALS
-# partial outputs (3x3 c3 k32 940x1450, n1-n5: 0.49 ms against 21; i2v, n1)
-# and on the wide stride-1 kernels (3x3 c256 k256: 0.76 against 0.49 at
-# 14x14, 7.8 against 5.5 at 50x50).
-GPU_CONTRACTION_MIN_PARTIALS = 1 << 18
+# f16/bf16 on GPU targets. On the H100 (benchmarks/split_k.py) the
+# contraction split by images beat the split im2col matmul on 12 of 20
+# ungrouped shapes (ResNet-50's 3x3 c64: 0.46 ms against 1.46) and lost where
+# the images split into too few partial outputs: below
+# GPU_CONTRACTION_MIN_PARTIALS (3x3 c3 k32 940x1450, n1-n5, under 5000: 0.49
+# ms against 21; 3x3 c16 k32 56x56 at n8, 36864: 0.119 against 0.109), not
+# above (73728 to 204800 on five layers: 0.090-0.83 against 0.107-1.66, the
+# stem among them; `benchmarks/gpu_weight_forms.py`), and on the wide
+# stride-1 kernels (3x3 c256 k256: 0.76 against 0.49 at 14x14, 7.8 against
+# 5.5 at 50x50).
+GPU_CONTRACTION_MIN_PARTIALS = 1 << 16
 GPU_IM2COL_MIN_WEIGHT_STRIDE_1 = 1 << 19
+# Strided layers whose weight has at least GPU_IM2COL_MIN_WEIGHT_STRIDE_1
+# elements take the im2col matmul too where each image has fewer than this
+# many output positions: on the H100 the contraction ran 3x3 c256 k256 at
+# 13x13 and 14x14 in 0.69 and 0.81 ms against im2col's 0.55 and 0.58, level
+# at 25x25 (1.87 against 1.88), and 5x5 c128 k256 at 19x87 in 1.69 against
+# 2.61 (docs/performance.md, "Weight gradients on GPUs by dtype").
+GPU_HALF_CONTRACTION_MIN_POSITIONS = 1024
 
 
 def grad_weight_by_im2col(spec: ConvBackwardSpec) -> bool:
     """The form of grad_weight for the current target: im2col + matmul on the
-    CPU, for grouped convolutions, and for f16/bf16 ones that are strided or
-    have a kernel dim of 1 (`half_precision_contraction_wrong`); on GPU
-    targets one contraction split by images otherwise, unless the images
-    split into too few partial sums or the kernel is larger than 1x1,
-    unstrided and has at least GPU_IM2COL_MIN_WEIGHT_STRIDE_1 elements,
-    which take the split im2col matmul."""
+    CPU, for grouped convolutions, in f32 on GPU targets, and in f16/bf16
+    for kernels with a dim of 1 (`half_precision_contraction_wrong`;
+    ungrouped 1x1 kernels take `weight_rows` instead where it applies).
+    Other f16/bf16 weight gradients on GPU targets are one contraction split
+    by images, unless the images split into too few partial sums, or the
+    weight has at least GPU_IM2COL_MIN_WEIGHT_STRIDE_1 elements and the
+    kernel is unstrided, or strided over fewer than
+    GPU_HALF_CONTRACTION_MIN_POSITIONS positions per image: those take the
+    split im2col matmul."""
     if targets.current() == "cpu" or spec.groups > 1:
         return True  # grouped: the contraction did not finish a 45 s benchmark (3x3 g32 c256 200x200)
+    if not targets.half_precision_on_gpu(spec.dtype):
+        # f32 on the H100: the contraction ran slower on 30 of 32 layers,
+        # 1.5x-16x on 28 (1x1 c1024 k2048 50x50 at stride 2: 355 ms against
+        # 24; ResNet-50's 3x3 c64 56x56: 6.1 against 2.0), faster on two
+        # small ones (3x3 c16 k32 56x56 stride 2 at n8: 0.09 against 0.44).
+        return True
     if half_precision_contraction_wrong(spec):
         return True
     weight = math.prod(spec.weight_shape)
     split = image_split(spec)
     if split < 2 or split * weight < GPU_CONTRACTION_MIN_PARTIALS:
         return True
-    wide = any(k > 1 for k in spec.kernel) and all(s == 1 for s in spec.stride)
-    return wide and weight >= GPU_IM2COL_MIN_WEIGHT_STRIDE_1
+    if weight < GPU_IM2COL_MIN_WEIGHT_STRIDE_1:
+        return False
+    if all(s == 1 for s in spec.stride):
+        return True  # the kernel is wider than 1x1 here: 1x1 ones are `half_precision_contraction_wrong`
+    return math.prod(_windows(spec)) < GPU_HALF_CONTRACTION_MIN_POSITIONS
 
 
 def half_precision_contraction_wrong(spec: ConvBackwardSpec) -> bool:
     """Where IREE 3.13's CUDA code computed the weight-gradient contraction
     wrongly in f16/bf16 on the H100 (largest error 1.2-1.7 times the
-    largest value): strided layers (ResNet-50's 3x3 c64 and 1x1 c256
-    stride-2 layers, its stem, seed 003's 1x1 layers) and 1x1 kernels at
-    stride 1 too (all six checked: ResNet-50's 1x1 c256 k64 and c64 k256
-    56x56 layers, 1x1 c1024 25x25 at n32, c64 28x28 at n8). It was right
-    on every unstrided kernel wider than 1 checked (3x3 c64/c128/c256,
-    2x2); a kernel with one dim of 1 is counted in unchecked. im2col +
+    largest value) whatever the split: every kernel with a dim of 1 checked,
+    strided or not (seed 003's 1x1 layers, ResNet-50's 1x1 layers, c64 k128
+    28x28 at n8; with 1 to 16 images per partial sum). Strided kernels wider
+    than 1 were wrong only with one image per partial sum
+    (`HALF_STRIDED_MIN_IMAGES`); unstrided ones right on every layer checked.
+    A kernel with one dim of 1 (1x3) is counted in unchecked. im2col +
     matmul was right on all of them (docs/performance.md, "Read first";
     `benchmarks/gpu_weight_forms.py`)."""
-    if not targets.half_precision_on_gpu(spec.dtype):
-        return False
-    return any(s > 1 for s in spec.stride) or any(k == 1 for k in spec.kernel)
+    return targets.half_precision_on_gpu(spec.dtype) and any(k == 1 for k in spec.kernel)
 
 
 # On the CPU the im2col matmul's columns (channels x taps) are made a
@@ -170,6 +190,16 @@ def _windows(spec: ConvBackwardSpec) -> tuple[int, ...]:
     return spec.input_spatial if spec.transposed else spec.output_spatial
 
 
+# Images each partial sum of a strided f16/bf16 weight-gradient contraction
+# covers, at least: with one image each, IREE 3.13's CUDA code computed
+# ResNet-50's 3x3 c64 56x56 stride-2 layer and its stem wrongly on the H100
+# (125% and 149% of the largest value); with two or more it was right on
+# both and on the fourteen other strided layers checked, seven of which no
+# rule was drawn from (docs/performance.md, "Weight gradients on GPUs by
+# dtype").
+HALF_STRIDED_MIN_IMAGES = 2
+
+
 def image_split(spec: ConvBackwardSpec) -> int:
     """Partial sums for the contraction, each over a run of whole images
     (the leading dim of both operands, so that splitting is a reshape): 1 on
@@ -177,6 +207,8 @@ def image_split(spec: ConvBackwardSpec) -> int:
     if targets.current() == "cpu" or spec.batch is None:
         return 1
     min_images = -(-SPLIT_MIN_CHUNK // max(math.prod(_windows(spec)), 1))
+    if targets.half_precision_on_gpu(spec.dtype) and any(s > 1 for s in spec.stride):
+        min_images = max(min_images, HALF_STRIDED_MIN_IMAGES)
     return geometry.reduction_split(spec.batch, math.prod(spec.weight_shape), SPLIT_TARGET_PARTIALS, min_images)
 
 
@@ -198,7 +230,8 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
 
     as an im2col gather and one matmul per group, or as one contraction
     (`grad_weight_by_im2col`); on GPU targets either is split-K
-    (`im2col_split`, `image_split`). On the CPU the gather may cover a
+    (`im2col_split`, `image_split`), and f16/bf16 1x1 kernels take
+    `weight_rows` where it applies. On the CPU the gather may cover a
     window larger than the kernel (`im2col_taps`), whose extra columns are
     dropped from the result.
     """
@@ -211,6 +244,9 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
     window = (source, windows, spec.kernel, spec.stride, spec.padding, spec.dilation)
     if any(map(geometry.reads_only_padding, *window)):
         return lb.zeros(list(spec.weight_shape), lb.element_type(spec.dtype))
+    if weight_rows.applies(spec):
+        acc = weight_rows.grad_weight(spec, grad_output, input_, image_split(spec))
+        return lb.convert(acc, lb.element_type(spec.dtype))
     rows, columns = (c_in, f_out) if spec.transposed else (f_out, c_in)
     by_im2col = grad_weight_by_im2col(spec)
     taps = im2col_taps(columns, spec.kernel) if by_im2col else tuple(spec.kernel)

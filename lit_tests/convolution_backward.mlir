@@ -323,6 +323,40 @@ func.func @grad_bias_2d_k3x3_s1_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,32,32],f
 
 // -----
 
+// An f16 1x1 weight gradient. On the CPU the im2col matmul; on GPU targets
+// `weight_rows`: grad_output read in place as [n, f, p] per image and the
+// input gathered channels-last as [n, p, c] (stride 2 in the gather's map),
+// one contraction over the images and positions of each partial sum (here
+// one, of 2 images), widened to f32.
+// CHECK-LABEL: func.func @grad_weight_2d_k1x1_s2_p0_d1_g1_f16
+// CHECK:         linalg.matmul
+// GPU-LABEL: func.func @grad_weight_2d_k1x1_s2_p0_d1_g1_f16
+// GPU-NOT:     linalg.matmul
+// GPU-NOT:     linalg.transpose
+// GPU:         linalg.generic {{.*}} ins(%{{.*}} : tensor<2x1x64x7x7xf16>) outs(%{{.*}} : tensor<1x2x4x4x64x1x1xf16>)
+// GPU:         tensor.collapse_shape %{{.*}} {{\[}}[0], [1], [2, 3]] : tensor<2x64x4x4xf16> into tensor<2x64x16xf16>
+// GPU:         linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]
+// GPU-SAME:      ins(%{{.*}}, %{{.*}} : tensor<1x2x64x16xf16>, tensor<1x2x16x64xf16>) outs(%{{.*}} : tensor<1x64x64xf32>)
+// GPU:           arith.extf {{.*}} : f16 to f32
+// GPU:         arith.truncf {{.*}} : f32 to f16
+func.func @grad_weight_2d_k1x1_s2_p0_d1_g1_f16(%arg0: !torch.vtensor<[2,64,4,4],f16>, %arg1: !torch.vtensor<[2,64,8,8],f16>, %arg2: !torch.vtensor<[64,64,1,1],f16>) -> !torch.vtensor<[64,64,1,1],f16> {
+  %false = torch.constant.bool false
+  %true = torch.constant.bool true
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %int2 = torch.constant.int 2
+  %none = torch.constant.none
+  %1 = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %5 = torch.prim.ListConstruct %false, %true, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %1, %2, %3, %false, %4, %int1, %5 : !torch.vtensor<[2,64,4,4],f16>, !torch.vtensor<[2,64,8,8],f16>, !torch.vtensor<[64,64,1,1],f16>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.none, !torch.vtensor<[64,64,1,1],f16>, !torch.none
+  return %result1 : !torch.vtensor<[64,64,1,1],f16>
+}
+
+// -----
+
 // A first layer: 3 channels, 7x7. On the CPU the im2col window grows to
 // 8x8, so that the matmul has 3 x 64 = 192 columns (IREE's CPU tiling ran
 // 147 columns 1.3x slower); x is padded for the extra taps' reads and

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import iree_bwdconv.patterns.convolution_backward_phases as phases
-from iree_bwdconv import functional, geometry, gradients, targets
+from iree_bwdconv import functional, geometry, gradients, targets, weight_rows
 
 
 def spec(channels: int, out_channels: int, kernel: int, stride: int, padding: int, size: int = 32, groups: int = 1):
@@ -162,19 +162,48 @@ def test_gpu_lowering_of_half_precision_phases_is_right_on_the_cpu(kernel, paddi
     assert comparison.ok, comparison
 
 
-@pytest.mark.parametrize("kernel, padding, channels, out_channels", [(3, 1, 64, 64), (1, 0, 256, 512), (7, 3, 3, 64)])
-def test_gpu_strided_half_precision_weight_gradients_take_im2col(kernel, padding, channels, out_channels):
-    """IREE 3.13's CUDA code computed the strided weight-gradient contraction
-    wrongly in f16 on these ResNet-50 layers (n32), which in f32 take it:
-    on GPU targets f16/bf16 take im2col + matmul (`grad_weight_by_im2col`)."""
-    out = geometry.conv_output_size(56, kernel, 2, padding, 1)
-    for dtype, gpu_im2col in ((torch.float32, False), (torch.float16, True), (torch.bfloat16, True)):
-        dy, x = torch.zeros(32, out_channels, out, out, dtype=dtype), torch.zeros(32, channels, 56, 56, dtype=dtype)
+@pytest.mark.parametrize("kernel, padding, channels, out_channels, size, f32_form, half_form", [
+    (3, 1, 64, 64, 56, "im2col", "contraction"),    # ResNet-50's: wrong with one image per partial sum, right with two
+    (7, 3, 3, 64, 224, "im2col", "contraction"),    # its stem: the same; 16 x 9408 partial outputs
+    (1, 0, 256, 512, 56, "rows", "rows"),           # its projection: every 1x1 contraction was wrong
+    (1, 0, 64, 256, 56, "im2col", "rows"),          # 51 multiply-adds per element copied: f32 keeps im2col
+    (3, 1, 256, 256, 28, "im2col", "im2col"),       # a large weight over 14x14 positions: im2col was faster
+    (5, 1, 128, 256, 70, "im2col", "contraction"),  # ... over 34x34 (1.5x faster than im2col at 19x87)
+])
+def test_gpu_strided_weight_gradient_forms(kernel, padding, channels, out_channels, size, f32_form, half_form):
+    """Strided weight gradients at n32 on GPU targets: in f32 im2col, or
+    `weight_rows` for 1x1 kernels with enough work per element copied; in
+    f16/bf16 the contraction with at least two images per partial sum,
+    `weight_rows` for 1x1 kernels, and im2col for large weights over few
+    positions."""
+    out = geometry.conv_output_size(size, kernel, 2, padding, 1)
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        dy, x = torch.zeros(32, out_channels, out, out, dtype=dtype), torch.zeros(32, channels, size, size, dtype=dtype)
         w = torch.zeros(out_channels, channels, kernel, kernel, dtype=dtype)
         configuration = functional.spec_of(dy, x, w, None, [2, 2], [padding] * 2, [1, 1], False, [0, 0], 1,
                                            [False, True, False])
+        half = dtype != torch.float32
         with targets.lowering_for("cuda"):
-            assert gradients.grad_weight_by_im2col(configuration) == gpu_im2col, dtype
+            form = ("rows" if weight_rows.applies(configuration)
+                    else "im2col" if gradients.grad_weight_by_im2col(configuration) else "contraction")
+            assert form == (half_form if half else f32_form), dtype
+            if form == "contraction":
+                assert 32 // gradients.image_split(configuration) >= gradients.HALF_STRIDED_MIN_IMAGES
+
+
+def test_gpu_f32_weight_gradients_take_im2col():
+    """f32 on GPU targets: the contraction was 1.5x-16x slower than im2col
+    on the H100, unstrided layers and large weights included."""
+    for kernel, stride, channels in ((3, 1, 64), (3, 2, 256), (5, 2, 128), (2, 1, 64)):
+        out = geometry.conv_output_size(56, kernel, stride, kernel // 2, 1)
+        dy, x = torch.zeros(32, channels, out, out), torch.zeros(32, channels, 56, 56)
+        w = torch.zeros(channels, channels, kernel, kernel)
+        configuration = functional.spec_of(dy, x, w, None, [stride] * 2, [kernel // 2] * 2, [1, 1], False, [0, 0],
+                                           1, [False, True, False])
+        with targets.lowering_for("cuda"):
+            assert gradients.grad_weight_by_im2col(configuration), (kernel, stride, channels)
+        with targets.lowering_for("gfx942"):
+            assert gradients.grad_weight_by_im2col(configuration), (kernel, stride, channels)
 
 
 @pytest.mark.parametrize("kernel, channels, out_channels, size, wrong", [

@@ -2,7 +2,8 @@
 on the CPU against eager float64 over every registered case that asks for
 grad_weight, with the split forced down to chunks of a few terms so that the
 small cases split too: the im2col matmul split into runs of its reduction,
-and the one contraction split by images."""
+the one contraction split by images, and `weight_rows` (per image, split by
+images; any ungrouped kernel here, 1x1 ones in the lowering)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ import pytest
 from e2e_tests import cases  # noqa: F401 - registers the cases
 from e2e_tests.harness import run_and_compare, spec_of
 from e2e_tests.registry import CASES
-from iree_bwdconv import functional, geometry, gradients
+from iree_bwdconv import functional, geometry, gradients, weight_rows
 
 # Grouped weight gradients always take the im2col form (gradients.grad_weight_by_im2col).
 FORMS_OF_CASES = [(name, form) for name, case in CASES.items() if case.output_mask[1]
-                  for form in ("im2col", "contraction") if form == "im2col" or case.groups == 1]
+                  for form in ("im2col", "contraction", "rows") if form == "im2col" or case.groups == 1
+                  if form != "rows" or not (case.transposed or case.dynamic_batch)]
 MIN_CHUNK, TARGET = 3, 1 << 30
 
 
@@ -39,7 +41,10 @@ def expected_split(case, form: str) -> int:
     outputs = math.prod(case.weight_shape)
     if form == "im2col":
         return geometry.reduction_split(images * positions, outputs, TARGET, MIN_CHUNK)
-    return geometry.reduction_split(images, outputs, TARGET, -(-MIN_CHUNK // positions))
+    min_images = -(-MIN_CHUNK // positions)
+    if case.dtype in ("f16", "bf16") and any(s > 1 for s in case.stride):
+        min_images = max(min_images, gradients.HALF_STRIDED_MIN_IMAGES)
+    return geometry.reduction_split(images, outputs, TARGET, min_images)
 
 
 @pytest.mark.parametrize("name, form", FORMS_OF_CASES)
@@ -47,6 +52,7 @@ def test_split_weight_gradient_matches_eager_float64(name: str, form: str, gpu_f
                                                      monkeypatch) -> None:
     case = CASES[name]
     monkeypatch.setattr(gradients, "grad_weight_by_im2col", lambda spec: form == "im2col")
+    monkeypatch.setattr(weight_rows, "applies", lambda spec: form == "rows")
     text = gpu_forms_split_small(spec_of(case), case.bias_sizes, "cuda")
     split = expected_split(case, form)
     if case.dynamic_batch:  # the length must be known to split it

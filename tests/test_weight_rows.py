@@ -1,0 +1,82 @@
+"""`weight_rows`: the f16/bf16 1x1 weight gradient of GPU targets, input
+rows per image against grad_output in place; where the lowering takes it,
+its IR, and its results (lowered for CUDA, compiled for and run on the
+CPU) against eager float64."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+from iree_bwdconv import functional, geometry, gradients, pipeline, reference, runtime, targets, weight_rows
+
+
+def _spec(n, c, f, size, kernel=1, stride=1, padding=0, dtype=torch.float16, groups=1):
+    out = geometry.conv_output_size(size, kernel, stride, padding, 1)
+    dy, x = torch.zeros(n, f, out, out, dtype=dtype), torch.zeros(n, c, size, size, dtype=dtype)
+    w = torch.zeros(f, c // groups, kernel, kernel, dtype=dtype)
+    return functional.spec_of(dy, x, w, None, [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], groups,
+                              [False, True, False])
+
+
+@pytest.mark.parametrize("spec_args, taken", [
+    ((32, 256, 64, 56), True),                       # 3136 positions: no padding
+    ((32, 256, 512, 56, 1, 2), True),                # 784 positions at stride 2
+    ((32, 1024, 2048, 50, 1, 2), True),              # 625 positions, padded: 683 multiply-adds per element
+    ((8, 64, 128, 28, 1, 2), False),                 # 196 positions, padded: 43 per element
+    ((32, 256, 64, 56, 3, 1, 1), False),             # a 3x3 kernel
+    ((32, 256, 64, 56, 1, 1, 0, torch.float32), False),  # f32: 51 multiply-adds per element copied
+    ((32, 256, 512, 28, 1, 1, 0, torch.float32), True),   # 171
+    ((32, 256, 64, 56, 1, 1, 0, torch.float16, 4), False),  # grouped
+])
+def test_taken_for_half_precision_1x1_kernels_on_gpus(spec_args, taken):
+    configuration = _spec(*spec_args)
+    with targets.lowering_for("cuda"):
+        assert weight_rows.applies(configuration) == taken
+    with targets.lowering_for("cpu"):
+        assert not weight_rows.applies(configuration)
+
+
+def test_not_taken_for_transposed_convolutions():
+    """A transposed 1x1 convolution's weight gradient keeps im2col."""
+    x, dy, w = torch.zeros(32, 256, 28, 28).half(), torch.zeros(32, 64, 28, 28).half(), torch.zeros(256, 64, 1, 1).half()
+    configuration = functional.spec_of(dy, x, w, None, [1, 1], [0, 0], [1, 1], True, [0, 0], 1, [False, True, False])
+    with targets.lowering_for("cuda"):
+        assert not weight_rows.applies(configuration)
+
+
+@pytest.mark.parametrize("size, stride, padding, positions", [(16, 1, 0, 256), (15, 1, 0, 240), (9, 2, 1, 48)])
+def test_grad_output_is_read_in_place_and_positions_padded_to_sixteen(size, stride, padding, positions):
+    configuration = _spec(4, 512, 512, size, 1, stride, padding)
+    mlir = functional.lowered(configuration, target="cuda")
+    contraction = next(op for op in mlir.split("linalg.generic")[1:] if '"reduction", "reduction"' in op)
+    operands = re.search(r"ins\(.*?: (tensor<[^>]*>), (tensor<[^>]*>)\)", contraction).groups()
+    with targets.lowering_for("cuda"):
+        split = gradients.image_split(configuration)
+    images = 4 // split
+    assert operands == (f"tensor<{split}x{images}x512x{positions}xf16>", f"tensor<{split}x{images}x{positions}x512xf16>")
+    assert "linalg.transpose" not in mlir
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("n, size, stride, padding", [(2, 5, 1, 0), (4, 9, 2, 1), (3, 16, 1, 0), (2, 14, 3, 1)])
+def test_right_on_the_cpu(dtype, n, size, stride, padding, monkeypatch):
+    monkeypatch.setattr(gradients, "SPLIT_TARGET_PARTIALS", 1 << 30)  # split the images, small as they are
+    monkeypatch.setattr(gradients, "SPLIT_MIN_CHUNK", 1)
+    generator = torch.Generator().manual_seed(0)
+    out = geometry.conv_output_size(size, 1, stride, padding, 1)
+    dy = torch.randn(n, 512, out, out, generator=generator).to(dtype)
+    x = torch.randn(n, 512, size, size, generator=generator).to(dtype)
+    w = torch.randn(512, 512, 1, 1, generator=generator).to(dtype)
+    arguments = (None, [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], 1, [False, True, False])
+    configuration = functional.spec_of(dy, x, w, *arguments)
+    with targets.lowering_for("cuda"):
+        assert weight_rows.applies(configuration)
+    functional.clear_cache()
+    mlir = functional.lowered(configuration, target="cuda")
+    functional.clear_cache()
+    grad_weight = runtime.run(pipeline.iree_compile(mlir, "cpu"), [dy, x, w])[0]
+    (comparison,) = reference.compare([None, grad_weight, None], dy, x, w, arguments)
+    assert comparison.ok, comparison
