@@ -9,7 +9,7 @@ On this CPU (compile and time here, one run, interleaved):
 
 On the H100 (the GPU machine has no compiler; see benchmarks/gpu.py):
 
-    ./dev python -m benchmarks.forms prepare .bench-forms
+    ./dev python -m benchmarks.forms prepare .bench-forms [grad_input|grad_weight]
     python3 benchmarks/run_on_gpu.py .bench-forms results.json     # there
     ./dev python -m benchmarks.forms report results.json
 """
@@ -167,12 +167,12 @@ def _row(shape: str, gradient: str, med: dict[str, float | None]) -> str:
             f"{cell('named-conv')} | {cell('named-matmul')} | {vs_named} | {vs_eager} |")
 
 
-def prepare(folder: Path, target: str = "cuda") -> None:
+def prepare(folder: Path, gradients: tuple[str, ...] = tuple(MASKS), target: str = "cuda") -> None:
     folder.mkdir(parents=True, exist_ok=True)
     manifest = []
     for index, shape in enumerate((*SHAPES, *RESNET50_H100)):
         check_named_forms(shape.scaled(8))
-        for gradient in MASKS:
+        for gradient in gradients:
             for name, (text, flags) in variants(shape, gradient, target).items():
                 manifest.append(modules.compiled_entry(folder, text, target, flags, shape=shape.name, mask=gradient,
                                                        variant=name, vmfb=f"s{index}-{gradient}-{name}.vmfb",
@@ -200,4 +200,7 @@ if __name__ == "__main__":
     command = sys.argv[1]
     if command == "cpu":
         sys.exit(run_cpu(sys.argv[2] if len(sys.argv) > 2 else ""))
-    prepare(Path(sys.argv[2])) if command == "prepare" else report(Path(sys.argv[2]))
+    if command == "prepare":
+        prepare(Path(sys.argv[2]), tuple(sys.argv[3:]) or tuple(MASKS))
+    else:
+        report(Path(sys.argv[2]))

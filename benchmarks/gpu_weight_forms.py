@@ -1,28 +1,40 @@
-"""The GPU's weight-gradient forms on strided f16/bf16 layers: one
-contraction split by images, im2col + a split matmul, and a stride-1
-contraction per stride phase (`weight_phases`), each forced, grad_weight
-only, beside upstream (timed, not checked); right (against float64, with
-`check_on_gpu.py`) and how fast (with `run_on_gpu.py`). The evidence for
-`gradients.half_precision_contraction_wrong` (the stride-phase form was
-wrong too: `weight_phases`).
+"""The GPU's weight-gradient forms, each forced, grad_weight only: the
+lowering's own pick (`auto`), one contraction split by images (with one or
+at least two images per partial sum), im2col + a split matmul, a stride-1
+contraction per stride phase (`weight_phases`), 1x1 kernels as one flat
+contraction and as `weight_rows` (positions padded to 16, unpadded, to
+128); beside upstream (timed, not checked). Right (against float64, with
+`check_on_gpu.py`) and how fast (with `run_on_gpu.py`), on the layers of
+issues 3 and 5, ResNet-50's and layers no rule was drawn from, in their
+own dtypes or all in one (`--dtype f32`). The evidence for
+`gradients.grad_weight_by_im2col`, `half_precision_contraction_wrong`,
+`HALF_STRIDED_MIN_IMAGES` and `weight_rows.applies`.
 
-    ./dev python -m benchmarks.gpu_weight_forms prepare .bench-weight   # here
-    python3 benchmarks/check_on_gpu.py .bench-weight                    # there
-    python3 benchmarks/run_on_gpu.py .bench-weight results.json        # there
+    ./dev python -m benchmarks.gpu_weight_forms prepare .bench-weight \
+        [--forms auto,im2col] [--only 1x1_s2 --only 7x7] [--dtype f32] [--no-upstream]   # here
+    python3 benchmarks/check_on_gpu.py .bench-weight                                     # there
+    python3 benchmarks/run_on_gpu.py .bench-weight results.json                          # there
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import functools
 import json
 import sys
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 from unittest import mock
 
 import torch
+from torch_mlir import ir
 
-from iree_bwdconv import functional, gradients, lowering, pipeline
+from iree_bwdconv import contraction_forms as forms
+from iree_bwdconv import functional, gradients, lowering, pipeline, weight_rows
+from iree_bwdconv import linalg_builders as lb
+from iree_bwdconv.linalg_builders import PARALLEL, REDUCTION
+from iree_bwdconv.spec import ConvBackwardSpec
 
 from . import gpu_check, modules, weight_phases
 
@@ -47,20 +59,111 @@ LAYERS = (
     ("3x3_s2_c256_25_n32", 32, 256, 256, 25, 3, 2, 1),
     ("3x3_s2_c384_277x209_n1", 1, 384, 384, (277, 209), 3, 2, 1),
 )
-# form -> (grad_weight_by_im2col forced, the stride-phase form of `weight_phases` instead)
-FORMS = {"contraction": (False, False), "im2col": (True, False), "stride-phase": (False, True)}
+# The 1x1 layers at stride 1 that the lowering gave the contraction in f16
+# until 2026-11-25 (`gradients.half_precision_contraction_wrong`).
+LAYERS_1X1_S1 = (
+    ("1x1_s1_c64_28_n8", 8, 64, 128, 28, 1, 1, 0),
+    ("1x1_s1_c256_28_n32", 32, 256, 512, 28, 1, 1, 0),
+    ("1x1_s1_c1024_25_n32", 32, 1024, 2048, 25, 1, 1, 0),
+    ("1x1_s1_c512_50_n32", 32, 512, 1024, 50, 1, 1, 0),
+    ("1x1_s1_c256_k64_56_n32", 32, 256, 64, 56, 1, 1, 0),
+    ("1x1_s1_c64_k256_56_n32", 32, 64, 256, 56, 1, 1, 0),
+)
+# Layers none of the rules were drawn from, to check them on: odd sizes, few
+# partial outputs,
+# bf16, positions that need padding (1x1 c512 at 14x14 and c384 at 13x13)
+# and that do not (1x1 c128 at 16x16).
+LAYERS_UNSEEN = (
+    ("3x3_s2_c32_k64_56_n16", 16, 32, 64, 56, 3, 2, 1),
+    ("3x3_s2_c64_k128_29_n8", 8, 64, 128, 29, 3, 2, 1),
+    ("3x3_s2_c128_28_n32", 32, 128, 128, 28, 3, 2, 1),
+    ("5x5_s2_c64_28_n8", 8, 64, 64, 28, 5, 2, 2),
+    ("3x3_s2_c96_33_n12_bf16", 12, 96, 96, 33, 3, 2, 1, "bf16"),
+    ("1x1_s2_c128_k256_31_n16", 16, 128, 256, 31, 1, 2, 0),
+    ("1x1_s2_c512_k1024_27_n8", 8, 512, 1024, 27, 1, 2, 0),
+    ("1x1_s1_c384_k768_13_n6_bf16", 6, 384, 768, 13, 1, 1, 0, "bf16"),
+    ("3x3_s2_c16_k32_56_n8", 8, 16, 32, 56, 3, 2, 1),    # few partial outputs
+    ("3x3_s2_c3_k32_224_n2", 2, 3, 32, 224, 3, 2, 1),
+)
+
+
+def flat_contraction(spec: ConvBackwardSpec, plain: ir.Value, windowed: ir.Value, rows: int, columns: int,
+                     images_per_partial: Optional[int] = None) -> ir.Value:
+    """A 1x1 stride-1 weight gradient with each image's positions as one
+    reduction dim: dw[g, row, col] = sum_{n, p} windowed[n, g, col, p] *
+    plain[n, g, row, p], in partial sums of whole images (`image_split`, or
+    `images_per_partial` images each); with one image per partial the
+    reduction is p alone, a batch matmul with its right operand transposed."""
+    r = spec.spatial_rank
+    plain, windowed = (forms.collapse_range(v, 3, 3 + r) for v in (plain, windowed))
+    batch = ir.RankedTensorType(windowed.type).shape[0]
+    split = batch // images_per_partial if images_per_partial else gradients.image_split(spec)
+    windowed = lb.expand_dim(windowed, 0, (split, batch // split))
+    plain = lb.expand_dim(plain, 0, (split, batch // split))
+    s, g, row, col, n, p = lb.dims(6)
+    maps = [lb.affine_map(6, [s, n, g, col, p]), lb.affine_map(6, [s, n, g, row, p]),
+            lb.affine_map(6, [s, g, row, col])]
+    out_sizes = [spec.groups, rows, columns]
+    init = lb.zeros([split, *out_sizes], lb.element_type(gradients.ACCUMULATOR))
+    acc = lb.contraction(windowed, plain, init, maps, [PARALLEL] * 4 + [REDUCTION] * 2)
+    acc = gradients._sum_partials(acc, out_sizes)
+    acc = forms.expand_trailing(lb.collapse_dims(acc, 0), [columns, *([1] * r)])
+    return lb.convert(acc, lb.element_type(spec.dtype))
 
 
 def _by_stride_phase(spec, grad_output, input_):
     return weight_phases.grad_weight(spec, grad_output, input_, gradients.grad_weight_contraction)
 
 
+def _flat(images_per_partial: Optional[int]):
+    contraction = functools.partial(flat_contraction, images_per_partial=images_per_partial)
+
+    def build(spec, grad_output, input_):
+        """The input's class at the stride gathered (`weight_phases`), then
+        the flat contraction; at stride 1 straight from the input."""
+        if all(s == 1 for s in spec.stride):
+            x, dy = (lb.expand_dim(v, 1, (1, v_c)) for v, v_c in
+                     ((input_, spec.in_channels), (grad_output, spec.out_channels)))
+            return contraction(spec, dy, x, spec.out_channels, spec.in_channels)
+        return weight_phases.grad_weight(spec, grad_output, input_, contraction)
+
+    return build
+
+
+def _rows_per_image(spec, grad_output, input_):
+    """`weight_rows` on any layer, whether or not the lowering takes it."""
+    acc = weight_rows.grad_weight(spec, grad_output, input_, gradients.image_split(spec))
+    return lb.convert(acc, lb.element_type(spec.dtype))
+
+
+# form -> what it patches: grad_weight_by_im2col forced, a grad_weight
+# builder of this module, module attributes.
+FORMS = {
+    "auto": None,  # the lowering's own pick
+    # the contraction with one image per partial sum where the split gives one
+    "contraction": (False, None, {(gradients, "HALF_STRIDED_MIN_IMAGES"): 1}),
+    "contraction-2img": (False, None, {(gradients, "HALF_STRIDED_MIN_IMAGES"): 2}),
+    "im2col": (True, None, {}),
+    "stride-phase": (False, _by_stride_phase, {}),
+    "flat": (False, _flat(None), {}),
+    "flat-1img": (False, _flat(1), {}),
+    # `weight_rows`: positions padded to 16 (the lowering's), unpadded, to 128
+    "rows-per-image": (False, _rows_per_image, {}),
+    "rows-per-image-unpadded": (False, _rows_per_image, {(weight_rows, "POSITION_MULTIPLE"): 1}),
+    "rows-per-image-p128": (False, _rows_per_image, {(weight_rows, "POSITION_MULTIPLE"): 128}),
+}
+
+
 @contextlib.contextmanager
 def _weight_form(form: str) -> Iterator[None]:
-    by_im2col, by_phase = FORMS[form]
-    builder = _by_stride_phase if by_phase else gradients.grad_weight
-    with mock.patch.object(gradients, "grad_weight_by_im2col", lambda spec: by_im2col), \
-            mock.patch.object(gradients, "grad_weight", builder):
+    with contextlib.ExitStack() as stack:
+        if FORMS[form] is not None:
+            by_im2col, builder, attributes = FORMS[form]
+            stack.enter_context(mock.patch.object(gradients, "grad_weight_by_im2col", lambda spec: by_im2col))
+            stack.enter_context(mock.patch.object(weight_rows, "applies", lambda spec: False))
+            stack.enter_context(mock.patch.object(gradients, "grad_weight", builder or gradients.grad_weight))
+            for (module, name), value in attributes.items():
+                stack.enter_context(mock.patch.object(module, name, value))
         functional.clear_cache()
         try:
             yield
@@ -68,11 +171,22 @@ def _weight_form(form: str) -> Iterator[None]:
             functional.clear_cache()
 
 
-def prepare(folder: Path) -> None:
+ONE_TAP_FORMS = ("flat", "flat-1img", "rows-per-image", "rows-per-image-unpadded", "rows-per-image-p128")
+WIDE_FORMS = ("contraction-2img",)  # wider kernels only: every 1x1 contraction was wrong, whatever the split
+
+
+def prepare(folder: Path, form_names: tuple[str, ...] = tuple(FORMS), only: tuple[str, ...] = ("",),
+            upstream: bool = True, dtype_override: Optional[str] = None) -> None:
+    """Compiles each form of each layer whose name contains one of `only`
+    (and upstream's), in the layer's dtype or `dtype_override`, with the
+    cases for `check_on_gpu.py` and the manifest for `run_on_gpu.py`."""
     folder.mkdir(parents=True, exist_ok=True)
     cases, manifest = [], []
-    for name, n, c, k, hw, kernel, stride, padding, *dtype in LAYERS:
-        dtype = dtype[0] if dtype else "f16"
+    for name, n, c, k, hw, kernel, stride, padding, *dtype in (*LAYERS, *LAYERS_1X1_S1, *LAYERS_UNSEEN):
+        if not any(part in name for part in only):
+            continue
+        dtype = dtype_override or (dtype[0] if dtype else "f16")
+        name = f"{name}_{dtype_override}" if dtype_override else name
         sizes = (hw, hw) if isinstance(hw, int) else hw
         layer = gpu_check.Case(name, n, c, k, sizes, (kernel, kernel), stride, padding, 1, "auto", dtype)
         shapes, arguments = gpu_check.shapes(layer), gpu_check.arguments(layer)
@@ -80,24 +194,41 @@ def prepare(folder: Path) -> None:
         tensors = {key: torch.zeros(size, dtype=gpu_check._DTYPES[dtype]) for key, size in shapes.items()}
         spec = functional.spec_of(tensors["dy"], tensors["x"], tensors["w"], *arguments)
         inputs = ["x".join(map(str, shapes[key])) + f"x{dtype}" for key in ("dy", "x", "w")]
-        for form in FORMS:
+        compiled: dict[str, bytes] = {}
+        for form in form_names:
+            if (form in ONE_TAP_FORMS and kernel != 1) or (form in WIDE_FORMS and kernel == 1):
+                continue
             case = layer._replace(name=f"{name}_{form}", form=form)
             with _weight_form(form):
                 mlir = functional.lowered(spec, target="cuda")
-            (folder / f"{case.name}.vmfb").write_bytes(pipeline.iree_compile(mlir, "cuda"))
+            if mlir not in compiled:  # forms that come to the same IR on this layer compile once
+                compiled[mlir] = pipeline.iree_compile(mlir, "cuda")
+            (folder / f"{case.name}.vmfb").write_bytes(compiled[mlir])
             cases.append(dict(case._asdict(), shapes=shapes, arguments=arguments, known_wrong=None,
                               results=["grad_weight"]))
             manifest.append(dict(shape=name, mask="grad_weight", variant=form, vmfb=f"{case.name}.vmfb",
                                  inputs=inputs))
             print(case.name, flush=True)
-        upstream = str(lowering.import_module(functional.ConvolutionBackward(spec, None), *tensors.values()))
-        (folder / f"{name}_upstream.vmfb").write_bytes(
-            pipeline.iree_compile(upstream, "cuda", modules.UPSTREAM_FLAGS))
-        manifest.append(dict(shape=name, mask="grad_weight", variant="upstream", vmfb=f"{name}_upstream.vmfb",
-                             inputs=inputs))
+        if upstream:
+            text = str(lowering.import_module(functional.ConvolutionBackward(spec, None), *tensors.values()))
+            (folder / f"{name}_upstream.vmfb").write_bytes(pipeline.iree_compile(text, "cuda", modules.UPSTREAM_FLAGS))
+            manifest.append(dict(shape=name, mask="grad_weight", variant="upstream", vmfb=f"{name}_upstream.vmfb",
+                                 inputs=inputs))
     (folder / "cases.json").write_text(json.dumps(cases, indent=1))
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="gpu_weight_forms")
+    parser.add_argument("command", choices=["prepare"])
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--forms", default=",".join(FORMS), help="comma-separated names of FORMS")
+    parser.add_argument("--only", action="append", default=[], help="a part of the layer names to compile")
+    parser.add_argument("--dtype", choices=sorted(gpu_check._DTYPES), help="instead of each layer's")
+    parser.add_argument("--no-upstream", action="store_true")
+    args = parser.parse_args(argv)
+    prepare(args.folder, tuple(args.forms.split(",")), tuple(args.only) or ("",), not args.no_upstream, args.dtype)
+
+
 if __name__ == "__main__":
-    prepare(Path(sys.argv[2]))
+    main(sys.argv[1:])
