@@ -25,6 +25,14 @@ def half_precision_on_gpu(dtype: str) -> bool:
     return current() != "cpu" and dtype in ("f16", "bf16")
 
 
+def f32_on_gpu(dtype: str) -> bool:
+    """f32 on a GPU target. Every H100 figure the GPU forms were first
+    drawn from was of f16/bf16 layers; in f32 IREE 3.13 has no MMA for
+    them and compiled several of those forms 3x-18x slower than a plain
+    matmul layout (docs/performance.md, "f32 on GPUs")."""
+    return current() != "cpu" and dtype == "f32"
+
+
 def check(target: str) -> str:
     if target not in TARGETS:
         raise ValueError(f"target={target!r}: expected one of {', '.join(TARGETS)}")

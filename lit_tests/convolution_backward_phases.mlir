@@ -4,6 +4,7 @@
 // RUN: env IREE_BWDCONV_GRAD_INPUT_FORM=sub-pixel iree-bwdconv opt --pattern convolution_backward_phases --split-input-file %s 2>/dev/null | FileCheck --check-prefix=SUBPIXEL %s
 // RUN: env IREE_BWDCONV_GRAD_INPUT_FORM=col2im iree-bwdconv opt --pattern convolution_backward_phases --split-input-file %s 2>/dev/null | FileCheck --check-prefix=COL2IM %s
 // RUN: env IREE_BWDCONV_GRAD_INPUT_FORM=col2im iree-bwdconv opt --pattern convolution_backward_phases --target cuda --split-input-file %s 2>/dev/null | FileCheck --check-prefix=COL2IM-GPU %s
+// RUN: iree-bwdconv opt --pattern convolution_backward_phases --target cuda --split-input-file %s 2>/dev/null | FileCheck --check-prefix=GPU-AUTO %s
 // NOTE: convolution_backward_phases did not match torch.aten.convolution_backward {{.*}}: stride 1 in every dim
 
 // 3x3 stride 2, per-phase form: four phases with 2x2, 2x1, 1x2 and 1x1 taps
@@ -90,6 +91,11 @@
 // COL2IM-GPU:         tensor.collapse_shape {{.*}} into tensor<2x3x8x8xf32>
 // COL2IM-GPU-NOT:     tensor.extract_slice
 // COL2IM-GPU:         return
+// In f32 the GPU rule takes col2im for this kernel too (per-phase ran
+// 1.4x-10x slower in f32 on the H100).
+// GPU-AUTO-LABEL: func.func @grad_input_2d_s2_p1_d1_g1_f32
+// GPU-AUTO:         linalg.generic {{.*}}["parallel", "parallel", "parallel", "parallel", "reduction"]
+// GPU-AUTO-SAME:      ins(%{{.*}}, %{{.*}} : tensor<1x27x4xf32>, tensor<2x1x4x25xf32>) outs(%{{.*}} : tensor<2x1x27x25xf32>)
 
 func.func @grad_input_2d_s2_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,4,4],f32>, %arg1: !torch.vtensor<[2,3,8,8],f32>, %arg2: !torch.vtensor<[4,3,3,3],f32>) -> !torch.vtensor<[2,3,8,8],f32> {
   %true = torch.constant.bool true
@@ -148,6 +154,10 @@ func.func @grad_input_2d_s2_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,4,4],f32>, %
 // GPU:         tensor.insert_slice {{.*}}[0, 0, 0, 0] [2, 4, 4, 4] [1, 1, 2, 2] : tensor<2x4x4x4xf16> into tensor<2x4x8x8xf16>
 // GPU-NOT:     linalg.generic {{.*}}reduction
 // GPU:         return
+// GPU-AUTO-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16
+// GPU-AUTO-NOT:  linalg.matmul
+// GPU-AUTO:      linalg.generic {{.*}}reduction
+// GPU-AUTO-SAME:   ins(%{{.*}}, %{{.*}} : tensor<4x8xf16>, tensor<2x8x4x4xf16>)
 
 func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16(%arg0: !torch.vtensor<[2,8,4,4],f16>, %arg1: !torch.vtensor<[2,4,8,8],f16>, %arg2: !torch.vtensor<[8,4,1,1],f16>) -> !torch.vtensor<[2,4,8,8],f16> {
   %true = torch.constant.bool true
@@ -163,6 +173,33 @@ func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16(%arg0: !torch.vtensor<[2,8,4,4],f1
   %4 = torch.prim.ListConstruct %true, %false, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
   %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,8,4,4],f16>, !torch.vtensor<[2,4,8,8],f16>, !torch.vtensor<[8,4,1,1],f16>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,4,8,8],f16>, !torch.none, !torch.none
   return %result0 : !torch.vtensor<[2,4,8,8],f16>
+}
+
+// -----
+
+// In f32 on GPU targets the 1x1 kernel's GEMM is the CPU's: grad_output's
+// rows [n*h*w, f] times the weight as [f, c] in the named matmul, woven into
+// the grid (the weight-first generic ran 4.3x-12x slower in f32 on the H100).
+// GPU-AUTO-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f32
+// GPU-AUTO:         linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<32x8xf32>, tensor<8x4xf32>) outs(%{{.*}} : tensor<32x4xf32>)
+// GPU-AUTO-NOT:     linalg.generic {{.*}}reduction
+// GPU-AUTO:         outs(%{{.*}} : tensor<2x4x8x8xf32>)
+// GPU-AUTO:         return
+
+func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f32(%arg0: !torch.vtensor<[2,8,4,4],f32>, %arg1: !torch.vtensor<[2,4,8,8],f32>, %arg2: !torch.vtensor<[8,4,1,1],f32>) -> !torch.vtensor<[2,4,8,8],f32> {
+  %true = torch.constant.bool true
+  %false = torch.constant.bool false
+  %int1 = torch.constant.int 1
+  %int0 = torch.constant.int 0
+  %none = torch.constant.none
+  %int2 = torch.constant.int 2
+  %0 = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %true, %false, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,8,4,4],f32>, !torch.vtensor<[2,4,8,8],f32>, !torch.vtensor<[8,4,1,1],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,4,8,8],f32>, !torch.none, !torch.none
+  return %result0 : !torch.vtensor<[2,4,8,8],f32>
 }
 
 // -----

@@ -117,11 +117,15 @@ def _phase_windows(
 
 
 def _one_matmul_applies(spec: ConvBackwardSpec) -> bool:
-    """An ungrouped 1x1 kernel (its one phase) on the CPU: one row-major
-    matmul (`contraction_forms.im2col_matmul`) whose result is woven into
-    the grid. Not a single live phase of several taps (gcd(s, d) > 1): its
-    taps are the phase's own, not the weight's."""
-    return all(k == 1 for k in spec.kernel) and spec.groups == 1 and targets.current() == "cpu"
+    """An ungrouped 1x1 kernel (its one phase) on the CPU, and in f32 on GPU
+    targets: one row-major matmul (`contraction_forms.im2col_matmul`)
+    whose result is woven into the grid. In f32 on the H100 it ran 3.3x-18x
+    faster than the weight-first GEMM on all six strided 1x1 layers (1x1
+    c1024 k2048 50x50: 23 ms against 130; IREE's own matmul 21). Not a
+    single live phase of several taps (gcd(s, d) > 1): its taps are the
+    phase's own, not the weight's."""
+    one_tap = all(k == 1 for k in spec.kernel) and spec.groups == 1
+    return one_tap and (targets.current() == "cpu" or targets.f32_on_gpu(spec.dtype))
 
 
 def _weight_first_applies(spec: ConvBackwardSpec) -> bool:
@@ -315,6 +319,12 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     With 4 or fewer channels: col2im (per-phase 2x-3.5x slower). Grouped kernels
     larger than 1x1: the direct form (g32 3x3: 8.1 ms, per-phase in f32
     9.4).
+    In f32 on GPU targets (measured apart, docs/performance.md "f32 on
+    GPUs"): an ungrouped 1x1 kernel's one phase is the CPU's matmul
+    (`_one_matmul_applies`); larger ungrouped kernels take col2im, 1.4x-10x
+    faster than per-phase on the four layers with more than 4 channels
+    (i2v: 2.9 ms against 28.5); grouped ones per-phase (g32 3x3: 13.3 ms
+    against the direct form's 17.4).
     The sub-pixel form ran 1.3x to 16x slower than per-phase on 6 of 7
     shapes, so it is never picked; it is refused where the phases are not
     aligned (d/gcd(d, s) > 1).
@@ -338,6 +348,8 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     if targets.current() != "cpu":
         if one_tap:
             return "per-phase"
+        if targets.f32_on_gpu(spec.dtype):
+            return "per-phase" if spec.groups > 1 else "col2im"
         if spec.groups > 1:
             return "direct"
         return "per-phase" if spec.in_channels > NARROW_CHANNELS else "col2im"

@@ -13,40 +13,45 @@ import iree_bwdconv.patterns.convolution_backward_phases as phases
 from iree_bwdconv import functional, geometry, gradients, targets, weight_rows
 
 
-def spec(channels: int, out_channels: int, kernel: int, stride: int, padding: int, size: int = 32, groups: int = 1):
+def spec(channels: int, out_channels: int, kernel: int, stride: int, padding: int, size: int = 32, groups: int = 1,
+         dtype: torch.dtype = torch.float32):
     out = geometry.conv_output_size(size, kernel, stride, padding, 1)
-    dy, x = torch.zeros(1, out_channels, out, out), torch.zeros(1, channels, size, size)
-    w = torch.zeros(out_channels, channels // groups, kernel, kernel)
+    dy, x = torch.zeros(1, out_channels, out, out, dtype=dtype), torch.zeros(1, channels, size, size, dtype=dtype)
+    w = torch.zeros(out_channels, channels // groups, kernel, kernel, dtype=dtype)
     return functional.spec_of(dy, x, w, None, [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], groups,
                               [True, False, False])
 
 
-@pytest.mark.parametrize("channels, out_channels, kernel, stride, padding, groups, gpu_form, cpu_form", [
-    (3, 64, 7, 2, 3, 1, "col2im", "col2im"),       # ResNet-50's stem: narrow
-    (3, 64, 5, 2, 2, 1, "col2im", "col2im"),
-    (3, 32, 3, 2, 1, 1, "col2im", "col2im"),       # c3 k32 940x1450, MobileNet's stem
-    (16, 64, 7, 2, 3, 1, "per-phase", "col2im"),   # more than 4 channels
-    (64, 64, 5, 2, 2, 1, "per-phase", "col2im"),
-    (5, 64, 5, 2, 2, 1, "per-phase", "col2im"),
-    (4, 64, 5, 2, 2, 1, "col2im", "col2im"),       # narrow
-    (64, 64, 4, 4, 0, 1, "per-phase", "col2im"),   # ConvNeXt's 4x4 stride 4, one tap per phase
-    (128, 128, 3, 2, 1, 1, "per-phase", "col2im"),
-    (8, 32, 3, 2, 1, 1, "per-phase", "col2im"),
-    (3, 8, 1, 2, 0, 1, "per-phase", "per-phase"),  # a 1x1 kernel: one GEMM (weight first on GPUs)
-    (8, 8, 1, 2, 0, 4, "per-phase", "per-phase"),  # grouped 1x1: never the direct form on a GPU
-    (8, 8, 3, 2, 1, 4, "direct", "direct"),        # grouped (on the CPU group by group)
-    (8, 8, 3, 2, 1, 8, "direct", "direct"),        # depthwise
+@pytest.mark.parametrize("channels, out_channels, kernel, stride, padding, groups, gpu_form, gpu_f32_form, cpu_form", [
+    (3, 64, 7, 2, 3, 1, "col2im", "col2im", "col2im"),       # ResNet-50's stem: narrow
+    (3, 64, 5, 2, 2, 1, "col2im", "col2im", "col2im"),
+    (3, 32, 3, 2, 1, 1, "col2im", "col2im", "col2im"),       # c3 k32 940x1450, MobileNet's stem
+    (16, 64, 7, 2, 3, 1, "per-phase", "col2im", "col2im"),   # more than 4 channels
+    (64, 64, 5, 2, 2, 1, "per-phase", "col2im", "col2im"),
+    (5, 64, 5, 2, 2, 1, "per-phase", "col2im", "col2im"),
+    (4, 64, 5, 2, 2, 1, "col2im", "col2im", "col2im"),       # narrow
+    (64, 64, 4, 4, 0, 1, "per-phase", "col2im", "col2im"),   # ConvNeXt's 4x4 stride 4, one tap per phase
+    (128, 128, 3, 2, 1, 1, "per-phase", "col2im", "col2im"),
+    (8, 32, 3, 2, 1, 1, "per-phase", "col2im", "col2im"),
+    (3, 8, 1, 2, 0, 1, "per-phase", "per-phase", "per-phase"),  # a 1x1 kernel: one GEMM (weight first in f16)
+    (8, 8, 1, 2, 0, 4, "per-phase", "per-phase", "per-phase"),  # grouped 1x1: never the direct form on a GPU
+    (8, 8, 3, 2, 1, 4, "direct", "per-phase", "direct"),        # grouped (on the CPU group by group)
+    (8, 8, 3, 2, 1, 8, "direct", "per-phase", "direct"),        # depthwise
 ])
-def test_form_per_target(channels, out_channels, kernel, stride, padding, groups, gpu_form, cpu_form, monkeypatch):
+def test_form_per_target(channels, out_channels, kernel, stride, padding, groups, gpu_form, gpu_f32_form, cpu_form,
+                         monkeypatch):
+    """GPU targets: `gpu_form` in f16/bf16, `gpu_f32_form` in f32 (measured
+    apart); the CPU's in any dtype."""
     monkeypatch.delenv(phases.FORM_VARIABLE, raising=False)
-    configuration = spec(channels, out_channels, kernel, stride, padding, groups=groups)
-    with_weight = dataclasses.replace(configuration, output_mask=(True, True, False))
-    for target in ("cuda", "gfx942"):
-        with targets.lowering_for(target):
-            assert phases.choose_form(configuration) == gpu_form
-            assert phases.choose_form(with_weight) == gpu_form  # training's case takes the same form
-    with targets.lowering_for("cpu"):
-        assert phases.choose_form(configuration) == cpu_form
+    for dtype, want in ((torch.float16, gpu_form), (torch.bfloat16, gpu_form), (torch.float32, gpu_f32_form)):
+        configuration = spec(channels, out_channels, kernel, stride, padding, groups=groups, dtype=dtype)
+        with_weight = dataclasses.replace(configuration, output_mask=(True, True, False))
+        for target in ("cuda", "gfx942"):
+            with targets.lowering_for(target):
+                assert phases.choose_form(configuration) == want, dtype
+                assert phases.choose_form(with_weight) == want  # training's case takes the same form
+        with targets.lowering_for("cpu"):
+            assert phases.choose_form(configuration) == cpu_form
 
 
 def _contraction_operand_types(mlir: str) -> set[str]:
@@ -231,10 +236,11 @@ def test_gpu_half_precision_one_wide_weight_gradients_take_im2col_at_stride_1(ke
             assert not gradients.half_precision_contraction_wrong(configuration)
 
 
-def test_gpu_one_tap_kernels_keep_the_direct_form_in_f32():
-    """In f32 IREE's code for the 1x1 convolution-shaped generic was right:
-    a stride-1 f32 1x1 kernel keeps the direct form on GPU targets (a
-    reduction over f, kh, kw), f16/bf16 the weight-first GEMM (over f alone)."""
+def test_gpu_one_tap_kernels_in_f32_take_the_named_matmul():
+    """A stride-1 1x1 kernel on GPU targets: in f16/bf16 the weight-first
+    GEMM (a reduction over f alone, taken by the phases pattern,
+    `one_tap_half_on_gpu`); in f32 the CPU's im2col + named matmul, which
+    IREE's f32 code ran faster than the convolution-shaped generic."""
     dy, x, w = torch.zeros(2, 64, 16, 16), torch.zeros(2, 32, 16, 16), torch.zeros(64, 32, 1, 1)
     for dtype, taken in ((torch.float32, False), (torch.float16, True), (torch.bfloat16, True)):
         configuration = functional.spec_of(dy.to(dtype), x.to(dtype), w.to(dtype), None, [1, 1], [0, 0], [1, 1],
@@ -242,8 +248,14 @@ def test_gpu_one_tap_kernels_keep_the_direct_form_in_f32():
         with targets.lowering_for("cuda"):
             assert gradients.one_tap_half_on_gpu(configuration.dtype, configuration.kernel) == taken, dtype
         mlir = functional.lowered(configuration, target="cuda")
-        (contraction,) = [line for line in mlir.splitlines() if "linalg.generic" in line and "reduction" in line]
-        assert contraction.count('"reduction"') == (1 if taken else 3), (dtype, contraction)
+        contractions = [line for line in mlir.splitlines() if "linalg.generic" in line and "reduction" in line]
+        if taken:
+            (contraction,) = contractions
+            assert contraction.count('"reduction"') == 1, (dtype, contraction)
+        else:
+            assert not contractions, contractions
+            (matmul,) = [line for line in mlir.splitlines() if "linalg.matmul" in line]
+            assert "tensor<512x64xf32>, tensor<64x32xf32>" in matmul, matmul
         with targets.lowering_for("cpu"):
             assert not gradients.one_tap_half_on_gpu(configuration.dtype, configuration.kernel)
 
