@@ -4,9 +4,9 @@ grad_output) against upstream, torch eager and, for 1x1 kernels, IREE's
 own matmul of the same GEMM; grad_input only, every strided shape of
 issues 3 and 5 (STRIDED) or more strided layers (RULE_SHAPES).
 
-    ./dev python -m benchmarks.strided_gpu prepare .bench-strided [rule|line|taps|weave|one-tap|wide|tables|all-gradients|barriers]   # here
+    ./dev python -m benchmarks.strided_gpu prepare .bench-strided [rule|line|taps|weave|one-tap|wide|tables|all-gradients|barriers|f32|f32-1x1|f32-s1]   # here
     python3 benchmarks/run_on_gpu.py .bench-strided results.json                # there
-    ./dev python -m benchmarks.strided_gpu report results.json [rule|line|taps|weave|one-tap|wide|tables|all-gradients|barriers]      # here
+    ./dev python -m benchmarks.strided_gpu report results.json [rule|line|taps|weave|one-tap|wide|tables|all-gradients|barriers|f32|f32-1x1|f32-s1]      # here
 
 `taps` times per-phase with its taps gathered as built and the same
 gathers behind IREE's optimization barrier (`barriers.behind_barriers`,
@@ -25,7 +25,10 @@ held-out layers with kernels 5 or more wide (`WIDE_SHAPES`); `tables`
 times per-phase with its tap tables gathered by one op and by one op per
 phase, beside col2im and upstream (`TABLE_SHAPES`); `all-gradients`
 times all three gradients in one module, grad_input as the rule picks it
-and forced to per-phase and col2im.
+and forced to per-phase and col2im. `f32` times the rule's pick and every
+form on the same layers in f32 (`F32_SHAPES`); `f32-1x1` the strided 1x1
+layers of those alone, `f32-s1` the stride-1 layers (and the CPU's
+im2col + named matmul form of their grad_input).
 
 (Until commit 828b4bc it also timed a gather placement of the phases,
 since removed: `h100_placement_2026-11-23.json`.)
@@ -33,11 +36,14 @@ since removed: `h100_placement_2026-11-23.json`.)
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
 from typing import Iterator, Sequence
+from unittest import mock
 
+from iree_bwdconv.patterns import convolution_backward as direct_pattern
 from iree_bwdconv.patterns import convolution_backward_phases as phases
 
 from . import barriers, modules
@@ -202,7 +208,39 @@ ALL_GRADIENT_SHAPES = tuple(s for s in STRIDED if s.kernel > 1 and s.groups == 1
 # and the 1x1 layers of the forms benchmark.
 BARRIER_SHAPES = tuple({s.name: s for s in (*ALL_GRADIENT_SHAPES, *TABLE_SHAPES, *ONE_BY_ONE)}.values())
 
-_VARIANTS = {"barriers": barrier_variants, "all-gradients": all_gradient_variants, "tables": table_variants, "taps": tap_variants, "weave": weave_variants, "one-tap": one_tap_variants, "wide": form_pair_variants}
+# Every strided shape and two of ResNet-50's stride-1 layers in f32: every
+# H100 figure that the GPU's grad_input rule was drawn from is of f16/bf16
+# layers, and in f32 IREE's weight-gradient contraction ran up to 16x
+# slower than im2col (docs/performance.md, "Weight gradients on GPUs by
+# dtype").
+F32_SHAPES = tuple(dataclasses.replace(s, name=f"{s.name} f32", dtype="f32") for s in (
+    *STRIDED, *(s for s in RESNET50_H100 if s.stride == 1 and s.name.startswith(("R50 3x3 s1 n32 c64", "R50 1x1 s1"))),
+))
+
+
+def f32_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+    """The rule's pick, every form that applies, and upstream; for 1x1
+    kernels also col2im and the CPU's form of their one phase (a matmul
+    of grad_output's rows, `_one_matmul_applies`)."""
+    yield "upstream", modules.raw_torch(shape, modules.GRAD_INPUT_ONLY), modules.UPSTREAM_FLAGS
+    yield "auto", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda"), ()
+    forms = (_forms(shape) if shape.stride > 1 else ()) + (("direct",) if shape.kernel > 1 or shape.stride == 1 else ())
+    if shape.kernel == 1 and shape.groups == 1 and shape.stride > 1:
+        forms += ("col2im",)
+        with mock.patch.object(phases, "_one_matmul_applies", lambda spec: True):
+            yield "one-matmul", modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda", "per-phase"), ()
+    for form in forms:
+        yield form, modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", form), ()
+    if shape.stride == 1 and shape.groups == 1:  # the CPU's stride-1 form: im2col + the named matmul
+        with mock.patch.object(direct_pattern, "_im2col_matmul_applies", lambda spec: True):
+            yield "im2col-matmul", modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda"), ()
+
+
+# ResNet-50's stride-1 layers and the stride-1 controls, in f32.
+F32_STRIDE_1_SHAPES = tuple(dataclasses.replace(s, name=f"{s.name} f32", dtype="f32")
+                            for s in (*SHAPES, *RESNET50_H100) if s.stride == 1)
+
+_VARIANTS = {"f32-s1": f32_variants, "f32": f32_variants, "f32-1x1": f32_variants, "barriers": barrier_variants, "all-gradients": all_gradient_variants, "tables": table_variants, "taps": tap_variants, "weave": weave_variants, "one-tap": one_tap_variants, "wide": form_pair_variants}
 
 
 def prepare(folder: Path, shapes: Sequence[Shape], mode: str = "") -> None:
@@ -226,5 +264,7 @@ if __name__ == "__main__":
     mode = sys.argv[3] if sys.argv[3:] else ""
     shapes = {"rule": RULE_SHAPES, "line": LINE_SHAPES, "taps": TAP_SHAPES, "weave": WEAVE_SHAPES,
               "one-tap": ONE_TAP_SHAPES, "wide": WIDE_SHAPES,
-              "tables": TABLE_SHAPES, "all-gradients": ALL_GRADIENT_SHAPES, "barriers": BARRIER_SHAPES}.get(mode, STRIDED)
+              "tables": TABLE_SHAPES, "all-gradients": ALL_GRADIENT_SHAPES, "barriers": BARRIER_SHAPES,
+              "f32": F32_SHAPES, "f32-1x1": tuple(s for s in F32_SHAPES if s.kernel == 1 and s.stride > 1),
+              "f32-s1": F32_STRIDE_1_SHAPES}.get(mode, STRIDED)
     prepare(path, shapes, mode) if command == "prepare" else print_variant_table(path, shapes)
