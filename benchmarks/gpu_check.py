@@ -62,6 +62,7 @@ _LAYERS = (
     _layer("1x1_s2_c256_56_n32", 32, 256, 512, 56, 1, 2, 0, 1, "auto"),  # ResNet-50's projection
     _layer("7x7_s2_c3_224_n32", 32, 3, 64, 224, 7, 2, 3, 1, "auto"),     # and its stem
     _layer("3x3_s1_c64", 8, 64, 64, 28, 3, 1, 1, 1, "auto"),
+    _layer("3x3_s1_c128", 8, 128, 128, 14, 3, 1, 1, 1, "auto"),  # f32: the weight as it is
     _layer("1x1_s1", 8, 64, 128, 28, 1, 1, 0, 1, "auto"),
     _layer("1x1_s1_c256_k64_56_n32", 32, 256, 64, 56, 1, 1, 0, 1, "auto"),  # ResNet-50's; its weight gradient
     _layer("1x3_s1_n32", 32, 64, 64, 28, (1, 3), 1, 0, 1, "auto"),          # was wrong by contraction at n32

@@ -23,13 +23,16 @@ from .linalg_builders import PARALLEL, REDUCTION
 
 
 def conv(
-    source: ir.Value, filter_: ir.Value, init: ir.Value, strides: Sequence[int], dilations: Sequence[int]
+    source: ir.Value, filter_: ir.Value, init: ir.Value, strides: Sequence[int], dilations: Sequence[int],
+    filter_reduction_first: bool = False,
 ) -> ir.Value:
     """`init[n,(g,)f,o] += source[n,(g,)c,o*s + k*d] * filter[(g,)f,c,k]`.
 
     Grouped when the operands carry a group dim (rank 3 + r for the
     source): the maps of `conv_2d_ngchw_gfchw`, else those of
     `conv_{1,2,3}d_nc*_fc*`. Loop dims in opdsl's order: n, (g,) f, o..., c, k...
+    With `filter_reduction_first` the filter is read as [(g,)c,f,k] instead
+    (a data gradient's weight as it is, without its transpose).
     """
     r = len(strides)
     lead = ir.RankedTensorType(source.type).rank - r  # 2, or 3 with a group dim
@@ -40,7 +43,7 @@ def conv(
     reads = [oi * s + ki * dil for oi, ki, s, dil in zip(o, k, strides, dilations)]
     maps = [
         lb.affine_map(num, [n, *groups, c, *reads]),
-        lb.affine_map(num, [*groups, f, c, *k]),
+        lb.affine_map(num, [*groups, *((c, f) if filter_reduction_first else (f, c)), *k]),
         lb.affine_map(num, [n, *groups, f, *o]),
     ]
     return lb.contraction(source, filter_, init, maps, [PARALLEL] * (lead + r) + [REDUCTION] * (1 + r))

@@ -257,6 +257,38 @@ func.func @declined_groups_not_constant(%arg0: !torch.vtensor<[2,4,6],f32>, %arg
 
 // -----
 
+// Stride 1, 128 grad_input channels, f32. On the CPU im2col + the named
+// matmul; in f32 on GPU targets the direct form reading the flipped weight
+// as it is, [f, c, kh, kw] with f the reduction (map (d4, d1, d5, d6)), not
+// transposed to [c, f, kh, kw]: IREE's f32 code ran it 1.2x-3.6x faster.
+// CHECK-LABEL: func.func @grad_input_2d_k3x3_s1_p1_d1_g1_c128_f32
+// CHECK:         linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<72x288xf32>, tensor<288x128xf32>) outs(%{{.*}} : tensor<72x128xf32>)
+// GPU-DAG:     #[[FILTER:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d4, d1, d5, d6)>
+// GPU-LABEL: func.func @grad_input_2d_k3x3_s1_p1_d1_g1_c128_f32
+// GPU-NOT:     linalg.matmul
+// GPU:         %[[FLIPPED:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<32x128x3x3xf32>)
+// GPU:           tensor.extract %{{.*}} : tensor<32x128x3x3xf32>
+// GPU-NOT:     tensor<128x32x3x3xf32>
+// GPU:         linalg.generic {indexing_maps = [#{{.*}}, #[[FILTER]], #{{.*}}]
+// GPU-SAME:      ins(%{{.*}}, %[[FLIPPED]] : tensor<2x32x8x8xf32>, tensor<32x128x3x3xf32>) outs(%{{.*}} : tensor<2x128x6x6xf32>)
+
+func.func @grad_input_2d_k3x3_s1_p1_d1_g1_c128_f32(%arg0: !torch.vtensor<[2,32,6,6],f32>, %arg1: !torch.vtensor<[2,128,6,6],f32>, %arg2: !torch.vtensor<[32,128,3,3],f32>) -> !torch.vtensor<[2,128,6,6],f32> {
+  %true = torch.constant.bool true
+  %false = torch.constant.bool false
+  %int1 = torch.constant.int 1
+  %int0 = torch.constant.int 0
+  %none = torch.constant.none
+  %0 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %true, %false, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,32,6,6],f32>, !torch.vtensor<[2,128,6,6],f32>, !torch.vtensor<[32,128,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,128,6,6],f32>, !torch.none, !torch.none
+  return %result0 : !torch.vtensor<[2,128,6,6],f32>
+}
+
+// -----
+
 // grad_weight alone, with a reduction long enough to split: 2 images of
 // 32x32 positions (2048 terms) for 4x3x3x3 weights. On GPU targets the
 // im2col matmul is split into 4 partial sums of 512 terms each (split-K:

@@ -30,18 +30,35 @@ def _im2col_matmul_applies(spec: ConvBackwardSpec) -> bool:
     its time on ResNet-50's c128/c256 3x3 layers; with 64 grad_input
     channels it ran as fast or 1.25x slower (the gather copies the window
     k^2 times for a narrow matmul), and over a zero-inserted grad_output
-    (3x3 stride 2) 1.6x slower. In f32 on GPU targets at stride 1: on the
-    H100 0.53x-0.82x the generic's time on 5 of 6 layers (3x3 c256 50x50:
-    28 ms against 53), 1.17x on one (3x3 c128 28x28). The named matmul
+    (3x3 stride 2) 1.6x slower. In f32 on GPU targets at stride 1 where
+    `_weight_as_is_applies` does not (1x1 kernels, fewer than 128
+    channels): 0.79x-0.89x the direct form's time on the H100. The named matmul
     keeps its row-major operands, which IREE folds away around a generic
     (docs/performance.md)."""
     if spec.groups != 1:
         return False
     if targets.f32_on_gpu(spec.dtype):
-        return all(s == 1 for s in spec.stride)
+        return all(s == 1 for s in spec.stride) and not _weight_as_is_applies(spec)
     one_tap = all(k == 1 for k in spec.kernel)
     wide = all(s == 1 for s in spec.stride) and spec.in_channels >= 128
     return (one_tap or wide) and targets.current() == "cpu"
+
+
+def _weight_as_is_applies(spec: ConvBackwardSpec) -> bool:
+    """f32 on GPU targets, ungrouped, a kernel larger than 1x1 with 128+
+    grad_input channels: the direct form reads the flipped weight as it
+    is, [f, c, k] with f the reduction, instead of transposed to [c, f, k].
+    IREE's own torch input reaches IREE in that layout (its transpose
+    folded into the convolution's map), and in f32 on the H100 it ran
+    ResNet-50's c256 14x14 layer 3.6x faster than ours transposed (1.20 ms
+    against 4.28) and faster than im2col + matmul on the 3x3 layers with
+    128+ channels, slower on c64 and 1x1 ones (docs/performance.md, "f32
+    on GPUs")."""
+    wide = any(k > 1 for k in spec.kernel) and spec.in_channels >= F32_WEIGHT_AS_IS_MIN_CHANNELS
+    return spec.groups == 1 and targets.f32_on_gpu(spec.dtype) and wide
+
+
+F32_WEIGHT_AS_IS_MIN_CHANNELS = 128
 
 
 def grad_input_direct(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
@@ -68,6 +85,9 @@ def grad_input_direct(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
     if _im2col_matmul_applies(spec):
         acc = forms.im2col_matmul(buf, w, spec.dilation, lb.element_type(gradients.ACCUMULATOR))
         return lb.convert(acc, lb.element_type(spec.dtype))
+    if _weight_as_is_applies(spec):
+        init = lb.zeros([batch, c_in, *spec.input_spatial], lb.element_type(gradients.ACCUMULATOR))
+        return forms.conv(buf, w, init, [1] * r, spec.dilation, filter_reduction_first=True)
     # The filter of this convolution is the kernel reversed, input and
     # output channels swapped: [(g,) c, f, *K].
     if groups > 1:

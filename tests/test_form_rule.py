@@ -260,6 +260,34 @@ def test_gpu_one_tap_kernels_in_f32_take_the_named_matmul():
             assert not gradients.one_tap_half_on_gpu(configuration.dtype, configuration.kernel)
 
 
+@pytest.mark.parametrize("channels, kernel, form", [
+    (128, 3, "weight-as-is"),   # a 3x3 kernel with 128+ grad_input channels
+    (64, 3, "im2col"),
+    (128, 1, "im2col"),         # a 1x1 kernel
+])
+def test_gpu_f32_stride_1_grad_input_forms_right_on_the_cpu(channels, kernel, form):
+    """f32 stride-1 grad_input on GPU targets: the direct form reading the
+    flipped weight as it is (its reduction dim first), or im2col + the
+    named matmul; lowered for CUDA, compiled for and run on the CPU, against
+    eager float64."""
+    from iree_bwdconv import pipeline, reference, runtime
+
+    generator = torch.Generator().manual_seed(0)
+    dy = torch.randn(2, 32, 6, 6, generator=generator)
+    x = torch.randn(2, channels, 6, 6, generator=generator)
+    w = torch.randn(32, channels, kernel, kernel, generator=generator)
+    arguments = (None, [1, 1], [kernel // 2] * 2, [1, 1], False, [0, 0], 1, [True, False, False])
+    configuration = functional.spec_of(dy, x, w, *arguments)
+    mlir = functional.lowered(configuration, target="cuda")
+    assert ("linalg.matmul" in mlir) == (form == "im2col")
+    if form == "weight-as-is":  # the weight's flip feeds the convolution untransposed
+        (conv,) = [line for line in mlir.splitlines() if "linalg.generic" in line and "reduction" in line]
+        assert f"tensor<32x{channels}x3x3xf32>" in conv, conv
+    grad_input = runtime.run(pipeline.iree_compile(mlir, "cpu"), [dy, x, w])[0]
+    (comparison,) = reference.compare([grad_input, None, None], dy, x, w, arguments)
+    assert comparison.ok, comparison
+
+
 def _weight_spec(batch: int, channels: int, out_channels: int, size: int, kernel: int, stride: int, padding: int):
     out = geometry.conv_output_size(size, kernel, stride, padding, 1)
     dy, x = torch.zeros(batch, out_channels, out, out), torch.zeros(batch, channels, size, size)
