@@ -28,7 +28,8 @@ times all three gradients in one module, grad_input as the rule picks it
 and forced to per-phase and col2im. `f32` times the rule's pick and every
 form on the same layers in f32 (`F32_SHAPES`); `f32-1x1` the strided 1x1
 layers of those alone, `f32-s1` the stride-1 layers (and the CPU's
-im2col + named matmul form of their grad_input).
+im2col + named matmul form of their grad_input, and the direct form with
+the weight transposed or as it is).
 
 (Until commit 828b4bc it also timed a gather placement of the phases,
 since removed: `h100_placement_2026-11-23.json`.)
@@ -231,9 +232,15 @@ def f32_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
             yield "one-matmul", modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda", "per-phase"), ()
     for form in forms:
         yield form, modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", form), ()
-    if shape.stride == 1 and shape.groups == 1:  # the CPU's stride-1 form: im2col + the named matmul
-        with mock.patch.object(direct_pattern, "_im2col_matmul_applies", lambda spec: True):
-            yield "im2col-matmul", modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda"), ()
+    if shape.stride == 1 and shape.groups == 1:
+        # The CPU's stride-1 form (im2col + the named matmul), and the direct
+        # form with the flipped weight transposed to [c, f, k] or read as it is.
+        stride_1_forms = {"im2col-matmul": (True, False), "direct-transposed": (False, False),
+                          "direct-weight-as-is": (False, True)}
+        for name, (by_im2col, as_is) in stride_1_forms.items():
+            with mock.patch.object(direct_pattern, "_im2col_matmul_applies", lambda spec: by_im2col), \
+                    mock.patch.object(direct_pattern, "_weight_as_is_applies", lambda spec: as_is):
+                yield name, modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda"), ()
 
 
 # ResNet-50's stride-1 layers and the stride-1 controls, in f32.
