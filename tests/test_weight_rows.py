@@ -1,4 +1,4 @@
-"""`weight_rows`: the f16/bf16 1x1 weight gradient of GPU targets, input
+"""`weight_rows`: the 1x1 weight gradient of GPU targets, input
 rows per image against grad_output in place; where the lowering takes it,
 its IR, and its results (lowered for CUDA, compiled for and run on the
 CPU) against eager float64."""
@@ -60,7 +60,7 @@ def test_grad_output_is_read_in_place_and_positions_padded_to_sixteen(size, stri
     assert "linalg.transpose" not in mlir
 
 
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
 @pytest.mark.parametrize("n, size, stride, padding", [(2, 5, 1, 0), (4, 9, 2, 1), (3, 16, 1, 0), (2, 14, 3, 1)])
 def test_right_on_the_cpu(dtype, n, size, stride, padding, monkeypatch):
     monkeypatch.setattr(gradients, "SPLIT_TARGET_PARTIALS", 1 << 30)  # split the images, small as they are
