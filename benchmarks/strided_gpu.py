@@ -4,9 +4,9 @@ grad_output) against upstream, torch eager and, for 1x1 kernels, IREE's
 own matmul of the same GEMM; grad_input only, every strided shape of
 issues 3 and 5 (STRIDED) or more strided layers (RULE_SHAPES).
 
-    ./dev python -m benchmarks.strided_gpu prepare .bench-strided [rule|line|taps|weave|one-tap|wide|tables|all-gradients|barriers|f32|f32-1x1|f32-s1]   # here
+    ./dev python -m benchmarks.strided_gpu prepare .bench-strided [rule|line|taps|weave|one-tap|wide|tables|all-gradients|barriers|f32|f32-1x1|f32-s1|grouped]   # here
     python3 benchmarks/run_on_gpu.py .bench-strided results.json                # there
-    ./dev python -m benchmarks.strided_gpu report results.json [rule|line|taps|weave|one-tap|wide|tables|all-gradients|barriers|f32|f32-1x1|f32-s1]      # here
+    ./dev python -m benchmarks.strided_gpu report results.json [rule|line|taps|weave|one-tap|wide|tables|all-gradients|barriers|f32|f32-1x1|f32-s1|grouped]      # here
 
 `taps` times per-phase with its taps gathered as built and the same
 gathers behind IREE's optimization barrier (`barriers.behind_barriers`,
@@ -243,11 +243,29 @@ def f32_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
                 yield name, modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda"), ()
 
 
+# The grouped strided layer in f16 and f32, a depthwise one (f16).
+GROUPED_SHAPES = tuple(
+    dataclasses.replace(s, name=f"{s.name} {dtype}", dtype=dtype)
+    for s in (*SHAPES, Shape("dw3x3 s2 n32 c256 112x112", 32, 256, 256, (112, 112), 3, 2, 1, groups=256))
+    for dtype in ("f16", "f32") if s.groups > 1 and (dtype == "f16" or s.groups == 32))
+
+
+def grouped_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+    """The direct form with the weight transposed (as the rule had it) and
+    read as it is, per-phase, the rule's pick and upstream."""
+    yield "upstream", modules.raw_torch(shape, modules.GRAD_INPUT_ONLY), modules.UPSTREAM_FLAGS
+    yield "auto", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda"), ()
+    yield "per-phase", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", "per-phase"), ()
+    for name, as_is in (("direct-transposed", False), ("direct-weight-as-is", True)):
+        with mock.patch.object(direct_pattern, "_weight_as_is_applies", lambda spec: as_is):
+            yield name, modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda", "direct"), ()
+
+
 # ResNet-50's stride-1 layers and the stride-1 controls, in f32.
 F32_STRIDE_1_SHAPES = tuple(dataclasses.replace(s, name=f"{s.name} f32", dtype="f32")
                             for s in (*SHAPES, *RESNET50_H100) if s.stride == 1)
 
-_VARIANTS = {"f32-s1": f32_variants, "f32": f32_variants, "f32-1x1": f32_variants, "barriers": barrier_variants, "all-gradients": all_gradient_variants, "tables": table_variants, "taps": tap_variants, "weave": weave_variants, "one-tap": one_tap_variants, "wide": form_pair_variants}
+_VARIANTS = {"grouped": grouped_variants, "f32-s1": f32_variants, "f32": f32_variants, "f32-1x1": f32_variants, "barriers": barrier_variants, "all-gradients": all_gradient_variants, "tables": table_variants, "taps": tap_variants, "weave": weave_variants, "one-tap": one_tap_variants, "wide": form_pair_variants}
 
 
 def prepare(folder: Path, shapes: Sequence[Shape], mode: str = "") -> None:
@@ -273,5 +291,5 @@ if __name__ == "__main__":
               "one-tap": ONE_TAP_SHAPES, "wide": WIDE_SHAPES,
               "tables": TABLE_SHAPES, "all-gradients": ALL_GRADIENT_SHAPES, "barriers": BARRIER_SHAPES,
               "f32": F32_SHAPES, "f32-1x1": tuple(s for s in F32_SHAPES if s.kernel == 1 and s.stride > 1),
-              "f32-s1": F32_STRIDE_1_SHAPES}.get(mode, STRIDED)
+              "f32-s1": F32_STRIDE_1_SHAPES, "grouped": GROUPED_SHAPES}.get(mode, STRIDED)
     prepare(path, shapes, mode) if command == "prepare" else print_variant_table(path, shapes)

@@ -85,18 +85,15 @@ def grad_input_direct(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
     if _im2col_matmul_applies(spec):
         acc = forms.im2col_matmul(buf, w, spec.dilation, lb.element_type(gradients.ACCUMULATOR))
         return lb.convert(acc, lb.element_type(spec.dtype))
-    if _weight_as_is_applies(spec):
-        init = lb.zeros([batch, c_in, *spec.input_spatial], lb.element_type(gradients.ACCUMULATOR))
-        return forms.conv(buf, w, init, [1] * r, spec.dilation, filter_reduction_first=True)
-    # The filter of this convolution is the kernel reversed, input and
-    # output channels swapped: [(g,) c, f, *K].
     if groups > 1:
         buf, w = lb.expand_dim(buf, 1, (groups, f_out)), lb.expand_dim(w, 0, (groups, f_out))
     lead = 1 if groups > 1 else 0
-    w = forms.transpose(w, [*range(lead), lead + 1, lead, *range(lead + 2, lead + 2 + r)])
+    as_is = _weight_as_is_applies(spec)
+    if not as_is:  # the named convolution's filter: the kernel reversed, channels swapped, [(g,) c, f, *K]
+        w = forms.transpose(w, [*range(lead), lead + 1, lead, *range(lead + 2, lead + 2 + r)])
     channels = [groups, c_in] if groups > 1 else [c_in]
     init = lb.zeros([batch, *channels, *spec.input_spatial], lb.element_type(gradients.ACCUMULATOR))
-    acc = forms.conv(buf, w, init, [1] * r, spec.dilation)
+    acc = forms.conv(buf, w, init, [1] * r, spec.dilation, filter_reduction_first=as_is)
     if groups > 1:
         acc = lb.collapse_dims(acc, 1)
     return lb.convert(acc, lb.element_type(spec.dtype))
