@@ -29,7 +29,8 @@ def f32_on_gpu(dtype: str) -> bool:
     """f32 on a GPU target. Every H100 figure the GPU forms were first
     drawn from was of f16/bf16 layers; in f32 IREE 3.13 has no MMA for
     them and compiled several of those forms 3x-18x slower than a plain
-    matmul layout (docs/performance.md, "f32 on GPUs")."""
+    matmul layout (docs/performance.md, "f32 on GPUs"). gfx942 takes the
+    same forms, unmeasured (no MI300 here)."""
     return current() != "cpu" and dtype == "f32"
 
 
