@@ -106,7 +106,7 @@ def flat_contraction(spec: ConvBackwardSpec, plain: ir.Value, windowed: ir.Value
     out_sizes = [spec.groups, rows, columns]
     init = lb.zeros([split, *out_sizes], lb.element_type(gradients.ACCUMULATOR))
     acc = lb.contraction(windowed, plain, init, maps, [PARALLEL] * 4 + [REDUCTION] * 2)
-    acc = gradients._sum_partials(acc, out_sizes)
+    acc = forms.sum_partials(acc, out_sizes)
     acc = forms.expand_trailing(lb.collapse_dims(acc, 0), [columns, *([1] * r)])
     return lb.convert(acc, lb.element_type(spec.dtype))
 

@@ -225,9 +225,10 @@ def f32_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
     of grad_output's rows, `_one_matmul_applies`)."""
     yield "upstream", modules.raw_torch(shape, modules.GRAD_INPUT_ONLY), modules.UPSTREAM_FLAGS
     yield "auto", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda"), ()
-    forms = (_forms(shape) if shape.stride > 1 else ()) + (("direct",) if shape.kernel > 1 or shape.stride == 1 else ())
-    if shape.kernel == 1 and shape.groups == 1 and shape.stride > 1:
-        forms += ("col2im",)
+    one_phase_gemm = shape.kernel == 1 and shape.groups == 1
+    extra = ("direct",) if shape.kernel > 1 else ("col2im",) if one_phase_gemm else ()
+    forms = (*_forms(shape), *extra) if shape.stride > 1 else ()
+    if shape.stride > 1 and one_phase_gemm:
         with mock.patch.object(phases, "_one_matmul_applies", lambda spec: True):
             yield "one-matmul", modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda", "per-phase"), ()
     for form in forms:

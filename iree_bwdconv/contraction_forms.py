@@ -128,6 +128,16 @@ def im2col_matmul(
     return expand_trailing(transpose(out, [0, 2, 1]), windows)
 
 
+def sum_partials(parts: ir.Value, out_sizes: list[int]) -> ir.Value:
+    """out[...] = sum_s parts[s, ...], the sum over s innermost as a
+    reduction's loop order has it: the last step of a split-K."""
+    rank = len(out_sizes) + 1
+    *kept, s = lb.dims(rank)
+    maps = [lb.affine_map(rank, [s, *kept]), lb.affine_map(rank, kept)]
+    elem = ir.RankedTensorType(parts.type).element_type
+    return lb.reduction(parts, lb.zeros(out_sizes, elem), maps, [PARALLEL] * (rank - 1) + [REDUCTION])
+
+
 def transpose(value: ir.Value, permutation: Sequence[int]) -> ir.Value:
     """result[i_0, ...] = value[i_perm...]: dim j of the result is dim
     permutation[j] of `value` (linalg.transpose's convention)."""

@@ -316,7 +316,7 @@ def _split_matmul(lhs: ir.Value, cols: ir.Value, out_sizes: list[int], split: in
     acc = lb.element_type(ACCUMULATOR)
     parts = lb.contraction(lhs, cols, lb.zeros([split, *out_sizes], acc), maps,
                            [PARALLEL] * (batch + 3) + [REDUCTION])
-    return _sum_partials(parts, out_sizes)
+    return forms.sum_partials(parts, out_sizes)
 
 
 def grad_weight_contraction(
@@ -346,18 +346,8 @@ def grad_weight_contraction(
     init = lb.zeros([split] * lead + out_sizes, lb.element_type(ACCUMULATOR))
     acc = lb.contraction(windowed, plain, init, maps, [PARALLEL] * (lead + 3 + r) + [REDUCTION] * (1 + r))
     if split > 1:
-        acc = _sum_partials(acc, out_sizes)
+        acc = forms.sum_partials(acc, out_sizes)
     return lb.convert(lb.collapse_dims(acc, 0), lb.element_type(spec.dtype))
-
-
-def _sum_partials(parts: ir.Value, out_sizes: list[int]) -> ir.Value:
-    """out[...] = sum_s parts[s, ...], the sum over s innermost as a
-    reduction's loop order has it."""
-    rank = len(out_sizes) + 1
-    *kept, s = lb.dims(rank)
-    maps = [lb.affine_map(rank, [s, *kept]), lb.affine_map(rank, kept)]
-    acc = lb.element_type(ACCUMULATOR)
-    return lb.reduction(parts, lb.zeros(out_sizes, acc), maps, [PARALLEL] * (rank - 1) + [REDUCTION])
 
 
 def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:

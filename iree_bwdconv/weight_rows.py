@@ -47,8 +47,9 @@ MIN_PADDED_INTENSITY = 256
 F32_MIN_INTENSITY = 128
 
 
-def needs_padding(spec: ConvBackwardSpec) -> bool:
-    return math.prod(spec.output_spatial) % POSITION_MULTIPLE != 0
+def padded_positions(spec: ConvBackwardSpec) -> int:
+    """Zero positions appended to each image's to reach POSITION_MULTIPLE."""
+    return -math.prod(spec.output_spatial) % POSITION_MULTIPLE
 
 
 def intensity(spec: ConvBackwardSpec) -> float:
@@ -67,7 +68,7 @@ def applies(spec: ConvBackwardSpec) -> bool:
         return False
     if not targets.half_precision_on_gpu(spec.dtype):
         return intensity(spec) >= F32_MIN_INTENSITY
-    return not needs_padding(spec) or intensity(spec) >= MIN_PADDED_INTENSITY
+    return not padded_positions(spec) or intensity(spec) >= MIN_PADDED_INTENSITY
 
 
 def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value, split: int) -> ir.Value:
@@ -82,16 +83,13 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value,
     rows = forms.im2col(x, spec.output_spatial, spec.kernel, spec.stride, spec.dilation)  # [1, n, o.., c, k..]
     rows = forms.collapse_range(lb.collapse_dims(forms.collapse_range(rows, 2 + r, 3 + 2 * r), 0), 1, 1 + r)
     dy = forms.collapse_range(grad_output, 2, 2 + r)  # [n, f, p]
-    extra = -math.prod(spec.output_spatial) % POSITION_MULTIPLE
+    extra = padded_positions(spec)
     dy, rows = lb.pad(dy, [0] * 3, [0, 0, extra]), lb.pad(rows, [0] * 3, [0, extra, 0])
     images = spec.batch // split
     dy, rows = lb.expand_dim(dy, 0, (split, images)), lb.expand_dim(rows, 0, (split, images))
     s, f, col, n, p = lb.dims(5)
     maps = [lb.affine_map(5, [s, n, f, p]), lb.affine_map(5, [s, n, p, col]), lb.affine_map(5, [s, f, col])]
     out_sizes = [spec.out_channels, spec.in_channels * math.prod(spec.kernel)]
-    acc = lb.element_type("f32")
-    parts = lb.contraction(dy, rows, lb.zeros([split, *out_sizes], acc), maps, [PARALLEL] * 3 + [REDUCTION] * 2)
-    f, col, s = lb.dims(3)
-    total = lb.reduction(parts, lb.zeros(out_sizes, acc), [lb.affine_map(3, [s, f, col]), lb.affine_map(3, [f, col])],
-                         [PARALLEL] * 2 + [REDUCTION])
-    return forms.expand_trailing(total, [spec.in_channels, *spec.kernel])
+    init = lb.zeros([split, *out_sizes], lb.element_type("f32"))
+    parts = lb.contraction(dy, rows, init, maps, [PARALLEL] * 3 + [REDUCTION] * 2)
+    return forms.expand_trailing(forms.sum_partials(parts, out_sizes), [spec.in_channels, *spec.kernel])

@@ -44,6 +44,9 @@ def _im2col_matmul_applies(spec: ConvBackwardSpec) -> bool:
     return (one_tap or wide) and targets.current() == "cpu"
 
 
+F32_WEIGHT_AS_IS_MIN_CHANNELS = 128
+
+
 def _weight_as_is_applies(spec: ConvBackwardSpec) -> bool:
     """f32 on GPU targets, ungrouped, a kernel larger than 1x1 with 128+
     grad_input channels: the direct form reads the flipped weight as it
@@ -57,8 +60,6 @@ def _weight_as_is_applies(spec: ConvBackwardSpec) -> bool:
     wide = any(k > 1 for k in spec.kernel) and spec.in_channels >= F32_WEIGHT_AS_IS_MIN_CHANNELS
     return spec.groups == 1 and targets.f32_on_gpu(spec.dtype) and wide
 
-
-F32_WEIGHT_AS_IS_MIN_CHANNELS = 128
 
 
 def grad_input_direct(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
