@@ -31,7 +31,7 @@ def _spec(n, c, f, size, kernel=1, stride=1, padding=0, dtype=torch.float16, gro
     ((32, 256, 512, 28, 1, 1, 0, torch.float32), True),   # 171
     ((32, 256, 64, 56, 1, 1, 0, torch.float16, 4), False),  # grouped
 ])
-def test_taken_for_half_precision_1x1_kernels_on_gpus(spec_args, taken):
+def test_taken_for_1x1_kernels_on_gpus(spec_args, taken):
     configuration = _spec(*spec_args)
     with targets.lowering_for("cuda"):
         assert weight_rows.applies(configuration) == taken
