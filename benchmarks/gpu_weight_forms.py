@@ -3,7 +3,8 @@ lowering's own pick (`auto`), one contraction split by images (with one or
 at least two images per partial sum), im2col + a split matmul, a stride-1
 contraction per stride phase (`weight_phases`), 1x1 kernels as one flat
 contraction and as `weight_rows` (positions padded to 16, unpadded, to
-128); beside upstream (timed, not checked). Right (against float64, with
+128), and for grouped layers one ungrouped gradient per group
+(`group-split`); beside upstream (timed, not checked). Right (against float64, with
 `check_on_gpu.py`) and how fast (with `run_on_gpu.py`), on the layers of
 issues 3 and 5, ResNet-50's and layers no rule was drawn from, in their
 own dtypes or all in one (`--dtype f32`). The evidence for
@@ -31,7 +32,7 @@ import torch
 from torch_mlir import ir
 
 from iree_bwdconv import contraction_forms as forms
-from iree_bwdconv import functional, gradients, lowering, pipeline, weight_rows
+from iree_bwdconv import functional, gradients, group_split, lowering, pipeline, weight_rows
 from iree_bwdconv import linalg_builders as lb
 from iree_bwdconv.linalg_builders import PARALLEL, REDUCTION
 from iree_bwdconv.spec import ConvBackwardSpec
@@ -84,6 +85,15 @@ LAYERS_UNSEEN = (
     ("1x1_s1_c384_k768_13_n6_bf16", 6, 384, 768, 13, 1, 1, 0, "bf16"),
     ("3x3_s2_c16_k32_56_n8", 8, 16, 32, 56, 3, 2, 1),    # few partial outputs
     ("3x3_s2_c3_k32_224_n2", 2, 3, 32, 224, 3, 2, 1),
+)
+# Grouped layers (dtype, groups last): seed 003's g32 layer, and smaller
+# ones with 4 to 16 channels per group.
+LAYERS_GROUPED = (
+    ("3x3_s2_g32_c256_200_n32", 32, 256, 256, 200, 3, 2, 1, "f16", 32),
+    ("3x3_s2_g32_c256_200_n32_f32", 32, 256, 256, 200, 3, 2, 1, "f32", 32),
+    ("3x3_s1_g32_c256_56_n32", 32, 256, 256, 56, 3, 1, 1, "f16", 32),
+    ("3x3_s2_g8_c128_56_n16", 16, 128, 128, 56, 3, 2, 1, "f16", 8),
+    ("3x3_s2_g4_c64_29_n8_bf16", 8, 64, 64, 29, 3, 2, 1, "bf16", 4),
 )
 
 
@@ -151,6 +161,8 @@ FORMS = {
     "rows-per-image": (False, _rows_per_image, {}),
     "rows-per-image-unpadded": (False, _rows_per_image, {(weight_rows, "POSITION_MULTIPLE"): 1}),
     "rows-per-image-p128": (False, _rows_per_image, {(weight_rows, "POSITION_MULTIPLE"): 128}),
+    # grouped: one ungrouped weight gradient per group, each in the form the lowering picks for it
+    "group-split": (None, None, {(group_split, "applies"): lambda groups, channels: groups > 1}),
 }
 
 
@@ -159,7 +171,8 @@ def _weight_form(form: str) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
         if FORMS[form] is not None:
             by_im2col, builder, attributes = FORMS[form]
-            stack.enter_context(mock.patch.object(gradients, "grad_weight_by_im2col", lambda spec: by_im2col))
+            if by_im2col is not None:
+                stack.enter_context(mock.patch.object(gradients, "grad_weight_by_im2col", lambda spec: by_im2col))
             stack.enter_context(mock.patch.object(weight_rows, "applies", lambda spec: False))
             stack.enter_context(mock.patch.object(gradients, "grad_weight", builder or gradients.grad_weight))
             for (module, name), value in attributes.items():
@@ -182,13 +195,14 @@ def prepare(folder: Path, form_names: tuple[str, ...] = tuple(FORMS), only: tupl
     cases for `check_on_gpu.py` and the manifest for `run_on_gpu.py`."""
     folder.mkdir(parents=True, exist_ok=True)
     cases, manifest = [], []
-    for name, n, c, k, hw, kernel, stride, padding, *dtype in (*LAYERS, *LAYERS_1X1_S1, *LAYERS_UNSEEN):
+    for name, n, c, k, hw, kernel, stride, padding, *rest in (*LAYERS, *LAYERS_1X1_S1, *LAYERS_UNSEEN, *LAYERS_GROUPED):
         if not any(part in name for part in only):
             continue
-        dtype = dtype_override or (dtype[0] if dtype else "f16")
+        dtype = dtype_override or (rest[0] if rest else "f16")
+        groups = rest[1] if len(rest) > 1 else 1
         name = f"{name}_{dtype_override}" if dtype_override else name
         sizes = (hw, hw) if isinstance(hw, int) else hw
-        layer = gpu_check.Case(name, n, c, k, sizes, (kernel, kernel), stride, padding, 1, "auto", dtype)
+        layer = gpu_check.Case(name, n, c, k, sizes, (kernel, kernel), stride, padding, groups, "auto", dtype)
         shapes, arguments = gpu_check.shapes(layer), gpu_check.arguments(layer)
         arguments[-1] = [False, True, False]  # grad_weight only
         tensors = {key: torch.zeros(size, dtype=gpu_check._DTYPES[dtype]) for key, size in shapes.items()}

@@ -44,11 +44,12 @@ from pathlib import Path
 from typing import Iterator, Sequence
 from unittest import mock
 
+from iree_bwdconv import lowering
 from iree_bwdconv.patterns import convolution_backward as direct_pattern
 from iree_bwdconv.patterns import convolution_backward_phases as phases
 
 from . import barriers, modules
-from .forms import RESNET50_H100
+from .forms import RESNET50_H100, GradInputAsTransposedConv
 from .gemm_1x1 import ONE_BY_ONE
 from .gpu import iree_matmul_entry, print_variant_table
 from .shapes import SHAPES, Shape
@@ -253,13 +254,23 @@ GROUPED_SHAPES = tuple(
 
 def grouped_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
     """The direct form with the weight transposed (as the rule had it) and
-    read as it is, per-phase, the rule's pick and upstream."""
+    read as it is, per-phase, col2im, the sub-pixel form (widened to f32 as
+    the lowering would, and in the layer's own dtype), the rule's pick,
+    upstream and the named convolution (torch-mlir's conv_transpose2d)."""
     yield "upstream", modules.raw_torch(shape, modules.GRAD_INPUT_ONLY), modules.UPSTREAM_FLAGS
     yield "auto", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda"), ()
     yield "per-phase", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", "per-phase"), ()
     for name, as_is in (("direct-transposed", False), ("direct-weight-as-is", True)):
         with mock.patch.object(direct_pattern, "_weight_as_is_applies", lambda spec: as_is):
             yield name, modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda", "direct"), ()
+    yield "col2im", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", "col2im"), ()
+    yield "sub-pixel", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", "sub-pixel"), ()
+    if shape.dtype != "f32":  # the sub-pixel form in the layer's own dtype, not widened
+        with mock.patch.object(phases, "computes_in_f32", lambda spec, form: False):
+            yield "sub-pixel-native", modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda", "sub-pixel"), ()
+    if shape.groups < shape.c:  # torch-mlir's lowering of a depthwise conv_transpose2d fails to verify
+        named = GradInputAsTransposedConv(shape)
+        yield "named-conv", lowering.lower(named, *modules.example_tensors(shape), target="cuda"), ()
 
 
 # ResNet-50's stride-1 layers and the stride-1 controls, in f32.
