@@ -4,9 +4,9 @@ grad_output) against upstream, torch eager and, for 1x1 kernels, IREE's
 own matmul of the same GEMM; grad_input only, every strided shape of
 issues 3 and 5 (STRIDED) or more strided layers (RULE_SHAPES).
 
-    ./dev python -m benchmarks.strided_gpu prepare .bench-strided [rule|line|taps|weave|one-tap|wide|tables|all-gradients|barriers|f32|f32-1x1|f32-s1|grouped]   # here
+    ./dev python -m benchmarks.strided_gpu prepare .bench-strided [rule|line|taps|weave|one-tap|wide|tables|all-gradients|barriers|f32|f32-1x1|f32-s1|f16-s1|grouped]   # here
     python3 benchmarks/run_on_gpu.py .bench-strided results.json                # there
-    ./dev python -m benchmarks.strided_gpu report results.json [rule|line|taps|weave|one-tap|wide|tables|all-gradients|barriers|f32|f32-1x1|f32-s1|grouped]      # here
+    ./dev python -m benchmarks.strided_gpu report results.json [rule|line|taps|weave|one-tap|wide|tables|all-gradients|barriers|f32|f32-1x1|f32-s1|f16-s1|grouped]      # here
 
 `taps` times per-phase with its taps gathered as built and the same
 gathers behind IREE's optimization barrier (`barriers.behind_barriers`,
@@ -29,7 +29,8 @@ and forced to per-phase and col2im. `f32` times the rule's pick and every
 form on the same layers in f32 (`F32_SHAPES`); `f32-1x1` the strided 1x1
 layers of those alone, `f32-s1` the stride-1 layers (and the CPU's
 im2col + named matmul form of their grad_input, and the direct form with
-the weight transposed or as it is).
+the weight transposed or as it is); `f16-s1` the same forms of the
+stride-1 layers with kernels larger than 1x1 in f16 and bf16.
 
 (Until commit 828b4bc it also timed a gather placement of the phases,
 since removed: `h100_placement_2026-11-23.json`.)
@@ -245,6 +246,16 @@ def f32_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
                 yield name, modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda"), ()
 
 
+# The stride-1 layers with kernels larger than 1x1 in f16 (and bf16), and
+# two more of ResNet-50's (its last stage, a 5x5): whether f16 gains from
+# the weight read as it is as f32 did (`_weight_as_is_applies`).
+HALF_STRIDE_1_SHAPES = (
+    *(s for s in (*SHAPES, *RESNET50_H100) if s.stride == 1 and s.kernel > 1),
+    Shape("R50 3x3 s1 n32 c512 k512 7x7", 32, 512, 512, (7, 7), 3, 1, 1),
+    Shape("3x3 s1 n32 c128 k128 56x56 bf16", 32, 128, 128, (56, 56), 3, 1, 1, dtype="bf16"),
+    Shape("5x5 s1 n16 c64 k64 56x56", 16, 64, 64, (56, 56), 5, 1, 2),
+)
+
 # The grouped strided layer in f16 and f32, a depthwise one (f16).
 GROUPED_SHAPES = tuple(
     dataclasses.replace(s, name=f"{s.name} {dtype}", dtype=dtype)
@@ -277,7 +288,7 @@ def grouped_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]
 F32_STRIDE_1_SHAPES = tuple(dataclasses.replace(s, name=f"{s.name} f32", dtype="f32")
                             for s in (*SHAPES, *RESNET50_H100) if s.stride == 1)
 
-_VARIANTS = {"grouped": grouped_variants, "f32-s1": f32_variants, "f32": f32_variants, "f32-1x1": f32_variants, "barriers": barrier_variants, "all-gradients": all_gradient_variants, "tables": table_variants, "taps": tap_variants, "weave": weave_variants, "one-tap": one_tap_variants, "wide": form_pair_variants}
+_VARIANTS = {"grouped": grouped_variants, "f32-s1": f32_variants, "f16-s1": f32_variants, "f32": f32_variants, "f32-1x1": f32_variants, "barriers": barrier_variants, "all-gradients": all_gradient_variants, "tables": table_variants, "taps": tap_variants, "weave": weave_variants, "one-tap": one_tap_variants, "wide": form_pair_variants}
 
 
 def prepare(folder: Path, shapes: Sequence[Shape], mode: str = "") -> None:
@@ -303,5 +314,6 @@ if __name__ == "__main__":
               "one-tap": ONE_TAP_SHAPES, "wide": WIDE_SHAPES,
               "tables": TABLE_SHAPES, "all-gradients": ALL_GRADIENT_SHAPES, "barriers": BARRIER_SHAPES,
               "f32": F32_SHAPES, "f32-1x1": tuple(s for s in F32_SHAPES if s.kernel == 1 and s.stride > 1),
-              "f32-s1": F32_STRIDE_1_SHAPES, "grouped": GROUPED_SHAPES}.get(mode, STRIDED)
+              "f32-s1": F32_STRIDE_1_SHAPES, "f16-s1": HALF_STRIDE_1_SHAPES,
+              "grouped": GROUPED_SHAPES}.get(mode, STRIDED)
     prepare(path, shapes, mode) if command == "prepare" else print_variant_table(path, shapes)
