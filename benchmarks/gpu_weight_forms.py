@@ -161,6 +161,8 @@ FORMS = {
     "rows-per-image": (False, _rows_per_image, {}),
     "rows-per-image-unpadded": (False, _rows_per_image, {(weight_rows, "POSITION_MULTIPLE"): 1}),
     "rows-per-image-p128": (False, _rows_per_image, {(weight_rows, "POSITION_MULTIPLE"): 128}),
+    # im2col over a padded copy of its source (the GPU's gather until 2026-11-25)
+    "im2col-padded-source": (True, None, {(gradients, "gather_reads_unpadded"): lambda spec: False}),
     # grouped: one ungrouped weight gradient per group, each in the form the lowering picks for it
     "group-split": (None, None, {(group_split, "applies"): lambda groups, channels: groups > 1}),
 }

@@ -252,9 +252,10 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
     taps = im2col_taps(columns, spec.kernel) if by_im2col else tuple(spec.kernel)
     low, high = geometry.window_padding_nd(source, windows, taps, spec.stride, spec.padding, spec.dilation)
     zero = [0, 0]
-    if padded_input:
+    gather_pads = by_im2col and gather_reads_unpadded(spec)
+    if padded_input and not gather_pads:
         input_ = lb.pad_or_crop(input_, zero + list(low), zero + list(high))
-    else:
+    elif not gather_pads:
         grad_output = lb.pad_or_crop(grad_output, zero + list(low), zero + list(high))
     x = lb.expand_dim(input_, 1, (groups, c_in))
     dy = lb.expand_dim(grad_output, 1, (groups, f_out))
@@ -264,7 +265,8 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
 
     lhs = forms.collapse_range(forms.transpose(plain, [1, 2, 0, *range(3, 3 + r)]), 2, 3 + r)  # [g, row, n*o]
     columns_first = im2col_columns_first(spec)
-    cols = forms.im2col(windowed, windows, taps, spec.stride, spec.dilation, columns_first=columns_first)
+    cols = forms.im2col(windowed, windows, taps, spec.stride, spec.dilation, columns_first=columns_first,
+                        padding=spec.padding if gather_pads else None)
     if columns_first:  # [g, col, k.., n, o..] -> [g, col*k, n*o]
         cols = forms.collapse_range(forms.collapse_range(cols, 2 + r, 3 + 2 * r), 1, 2 + r)
     else:  # [g, n, o.., col, k..] -> [g, n*o, col*k]
@@ -285,6 +287,14 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
     if groups > 1:
         acc = lb.collapse_dims(acc, 0)
     return lb.convert(acc, lb.element_type(spec.dtype))
+
+
+def gather_reads_unpadded(spec: ConvBackwardSpec) -> bool:
+    """Whether the im2col gather reads its source unpadded, zero where a
+    read is padding (`contraction_forms._padded_gather`), instead of a
+    padded copy: on GPU targets, where IREE 3.13 makes that copy a
+    slow_memcpy (docs/performance.md, "The im2col gather without a pad")."""
+    return targets.current() != "cpu"
 
 
 # The split im2col matmul's runs of k are padded with zeros to a multiple
