@@ -78,3 +78,20 @@ def test_the_cpu_keeps_its_padded_source():
     dy, x, w, arguments = _tensors(2, 64, 64, (14, 14), 3, 1, 1, 1, 1, torch.float32)
     mlir = functional.lowered(functional.spec_of(dy, x, w, *arguments), target="cpu")
     assert "tensor.pad %arg1" in mlir
+
+
+def test_right_with_a_dynamic_batch(monkeypatch):
+    monkeypatch.setattr(gradients, "grad_weight_by_im2col", lambda spec: True)
+    dy, x, w, arguments = _tensors(3, 8, 8, (11, 11), 3, 2, 1, 1, 2, torch.float32)
+    functional.clear_cache()
+    try:
+        mlir = functional.lowered(functional.spec_of(dy, x, w, *arguments, dynamic_batch=True), target="cuda")
+    finally:
+        functional.clear_cache()
+    assert "?x" in mlir and "tensor.pad %arg1" not in mlir
+    compiled = pipeline.iree_compile(mlir, "cpu")
+    for n in (3, 5):
+        dy, x, w, arguments = _tensors(n, 8, 8, (11, 11), 3, 2, 1, 1, 2, torch.float32, seed=n)
+        grad_weight = runtime.run(compiled, [dy, x, w])[0]
+        (comparison,) = reference.compare([None, grad_weight, None], dy, x, w, arguments)
+        assert comparison.ok, (n, comparison)
