@@ -250,13 +250,14 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
     rows, columns = (c_in, f_out) if spec.transposed else (f_out, c_in)
     by_im2col = grad_weight_by_im2col(spec)
     taps = im2col_taps(columns, spec.kernel) if by_im2col else tuple(spec.kernel)
-    low, high = geometry.window_padding_nd(source, windows, taps, spec.stride, spec.padding, spec.dilation)
-    zero = [0, 0]
-    gather_pads = by_im2col and gather_reads_unpadded(spec)
-    if padded_input and not gather_pads:
-        input_ = lb.pad_or_crop(input_, zero + list(low), zero + list(high))
-    elif not gather_pads:
-        grad_output = lb.pad_or_crop(grad_output, zero + list(low), zero + list(high))
+    unpadded = by_im2col and gather_reads_unpadded(spec)
+    if not unpadded:  # the windowed operand padded (or cropped) to span exactly the reads
+        low, high = geometry.window_padding_nd(source, windows, taps, spec.stride, spec.padding, spec.dilation)
+        low, high = [0, 0, *low], [0, 0, *high]
+        if padded_input:
+            input_ = lb.pad_or_crop(input_, low, high)
+        else:
+            grad_output = lb.pad_or_crop(grad_output, low, high)
     x = lb.expand_dim(input_, 1, (groups, c_in))
     dy = lb.expand_dim(grad_output, 1, (groups, f_out))
     plain, windowed = (x, dy) if spec.transposed else (dy, x)
@@ -266,7 +267,7 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
     lhs = forms.collapse_range(forms.transpose(plain, [1, 2, 0, *range(3, 3 + r)]), 2, 3 + r)  # [g, row, n*o]
     columns_first = im2col_columns_first(spec)
     cols = forms.im2col(windowed, windows, taps, spec.stride, spec.dilation, columns_first=columns_first,
-                        padding=spec.padding if gather_pads else None)
+                        padding=spec.padding if unpadded else None)
     if columns_first:  # [g, col, k.., n, o..] -> [g, col*k, n*o]
         cols = forms.collapse_range(forms.collapse_range(cols, 2 + r, 3 + 2 * r), 1, 2 + r)
     else:  # [g, n, o.., col, k..] -> [g, n*o, col*k]

@@ -61,7 +61,6 @@ def _weight_as_is_applies(spec: ConvBackwardSpec) -> bool:
     return spec.groups == 1 and targets.f32_on_gpu(spec.dtype) and wide
 
 
-
 def grad_input_direct(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
     """dx[n,g,c,i] = sum_{f,k} buf[n,g,f,i + d*k] * w[g,f,c,K-1-k], in the
     form of a named convolution (`contraction_forms.conv`)."""
