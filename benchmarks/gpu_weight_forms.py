@@ -71,9 +71,8 @@ LAYERS_1X1_S1 = (
     ("1x1_s1_c64_k256_56_n32", 32, 64, 256, 56, 1, 1, 0),
 )
 # Layers none of the rules were drawn from, to check them on: odd sizes, few
-# partial outputs,
-# bf16, positions that need padding (1x1 c512 at 14x14 and c384 at 13x13)
-# and that do not (1x1 c128 at 16x16).
+# partial outputs, bf16, positions that need padding (1x1 c512 at 14x14 and
+# c384 at 13x13) and that do not (1x1 c128 at 16x16).
 LAYERS_UNSEEN = (
     ("3x3_s2_c32_k64_56_n16", 16, 32, 64, 56, 3, 2, 1),
     ("3x3_s2_c64_k128_29_n8", 8, 64, 128, 29, 3, 2, 1),
@@ -86,8 +85,8 @@ LAYERS_UNSEEN = (
     ("3x3_s2_c16_k32_56_n8", 8, 16, 32, 56, 3, 2, 1),    # few partial outputs
     ("3x3_s2_c3_k32_224_n2", 2, 3, 32, 224, 3, 2, 1),
 )
-# Grouped layers (dtype, groups last): seed 003's g32 layer, and smaller
-# ones with 4 to 16 channels per group.
+# Grouped layers (dtype, groups last): seed 003's g32 layer (8 channels per
+# group), and smaller ones with 16.
 LAYERS_GROUPED = (
     ("3x3_s2_g32_c256_200_n32", 32, 256, 256, 200, 3, 2, 1, "f16", 32),
     ("3x3_s2_g32_c256_200_n32_f32", 32, 256, 256, 200, 3, 2, 1, "f32", 32),
