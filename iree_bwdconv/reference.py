@@ -4,8 +4,10 @@ scales with each gradient's reduction length.
 For a result rounded to a format with unit roundoff u_out and sums of L
 products accumulated in f32 (u_acc), |got - ref| <= u_out*|ref| +
 L*u_acc*|ref|_abs per element, where |ref|_abs is the same gradient of the
-absolute values of the inputs (the sum of the terms' magnitudes). We allow
-twice that. The inputs of the reference are the very f16/bf16 tensors the
+absolute values of the inputs (the sum of the terms' magnitudes). Below
+the normal range a rounding's error is absolute, up to half the smallest
+subnormal (eta): each rounding adds eta_out or eta_acc. We allow twice
+that. The inputs of the reference are the very f16/bf16 tensors the
 lowering saw, widened exactly to float64.
 """
 
@@ -23,6 +25,16 @@ _ACCUMULATOR_UNIT_ROUNDOFF = torch.finfo(torch.float32).eps / 2
 
 def unit_roundoff(dtype: torch.dtype) -> float:
     return torch.finfo(dtype).eps / 2
+
+
+def underflow_error(dtype: torch.dtype) -> float:
+    """Half the smallest subnormal: the most a rounding to `dtype` can be
+    off below its normal range, where u*|x| no longer bounds it."""
+    info = torch.finfo(dtype)
+    return info.smallest_normal * info.eps / 2
+
+
+_ACCUMULATOR_UNDERFLOW = underflow_error(torch.float32)
 
 
 def eager_float64(grad_output, input, weight, *arguments) -> tuple[Optional[torch.Tensor], ...]:
@@ -81,7 +93,8 @@ def compare(
             raise AssertionError(f"{name}: expected {tuple(ref.shape)} {grad_output.dtype}, got "
                                  f"{None if value is None else (tuple(value.shape), value.dtype)}")
         error = (value.double() - ref).abs()
-        bound = 2 * (u_out * ref.abs() + length * _ACCUMULATOR_UNIT_ROUNDOFF * mag)
+        bound = 2 * (u_out * ref.abs() + underflow_error(grad_output.dtype)
+                     + length * (_ACCUMULATOR_UNIT_ROUNDOFF * mag + _ACCUMULATOR_UNDERFLOW))
         results.append(Comparison(
             gradient=name,
             max_error=float(error.max()) if error.numel() else 0.0,
