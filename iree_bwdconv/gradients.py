@@ -375,14 +375,19 @@ def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight:
     low, high = geometry.window_padding_nd(*window)
     dy = lb.pad_or_crop(grad_output, [0, 0, *low], [0, 0, *high])
     w = weight  # [C, F/G, *K]: already the filter layout, output channel first
+    stride = spec.stride
     if one_tap_half_on_gpu(spec.dtype, spec.kernel):
+        # Widened in the copy that takes every stride-th element: IREE 3.13's
+        # GPU codegen failed on the widening fused into a strided grouped
+        # contraction ("failed to apply fusion + hoisting patterns").
         f32 = lb.element_type("f32")
-        dy, w = lb.convert(dy, f32), lb.convert(w, f32)
+        dy, w = lb.subsample(dy, stride, spec.input_spatial, f32), lb.convert(w, f32)
+        stride = tuple(1 for _ in stride)
     if groups > 1:
         dy, w = lb.expand_dim(dy, 1, (groups, f_out)), lb.expand_dim(w, 0, (groups, c_in))
     channels = [groups, c_in] if groups > 1 else [c_in]
     init = lb.zeros([_batch(grad_output), *channels, *spec.input_spatial], lb.element_type(ACCUMULATOR))
-    acc = forms.conv(dy, w, init, spec.stride, spec.dilation)
+    acc = forms.conv(dy, w, init, stride, spec.dilation)
     if groups > 1:
         acc = lb.collapse_dims(acc, 1)
     return lb.convert(acc, lb.element_type(spec.dtype))

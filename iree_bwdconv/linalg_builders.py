@@ -206,6 +206,24 @@ def convert(value: ir.Value, elem: ir.Type) -> ir.Value:
     return result
 
 
+def subsample(value: ir.Value, strides: Sequence[int], sizes: Sequence[int], elem: ir.Type) -> ir.Value:
+    """`out[..., i] = value[..., i*s]` over the trailing dims (`sizes` of
+    them), converted to `elem`: a copy that reads at stride, not a strided
+    slice (see `extract`)."""
+    src = ir.RankedTensorType(value.type)
+    lead = src.rank - len(strides)
+    d = dims(src.rank)
+    reads = [*d[:lead], *(i * s for i, s in zip(d[lead:], strides))]
+    out = tensor.EmptyOp([*sizes_of(value)[:lead], *sizes], elem).result
+
+    @linalg.generic([value], [out], [affine_map(src.rank, reads), ir.AffineMap.get_identity(src.rank)],
+                    [PARALLEL] * src.rank)
+    def result(a, _):
+        return extend(a, elem)
+
+    return result
+
+
 def dims(count: int) -> list[ir.AffineExpr]:
     return [ir.AffineDimExpr.get(i) for i in range(count)]
 
