@@ -65,6 +65,11 @@ register(case((2, 6, 6, 5), 4, (3, 3), stride=(3, 2), padding=(1, 0), dilation=(
 register(case((2, 4, 6, 6), 4, (3, 3), stride=(2, 2), padding=(1, 1), transposed=True,
               output_padding=(1, 1), groups=4, dtype="bf16"))
 register(case((2, 3, 4, 4), 5, (1, 1), stride=(2, 2), transposed=True, output_padding=(1, 1)))
+# Strided along one dim only, in f16/bf16: on GPU targets the 1x1 GEMM's
+# result is woven with zeros along it (IREE's CUDA code failed to compile
+# its strided insert fused into the GEMM).
+register(case((2, 16, 40), 16, (1,), stride=(2,), dtype="f16"))
+register(case((2, 8, 5, 12), 6, (1, 1), stride=(1, 3), padding=(0, 1), dtype="bf16"))
 # Grouped, strided 1x1 in f16: GPU targets widen it to f32 (a 1x1 kernel's
 # convolution is wrong in f16 there), which IREE's GPU codegen failed to
 # compile fused into the strided contraction.

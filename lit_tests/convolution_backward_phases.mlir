@@ -177,6 +177,41 @@ func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16(%arg0: !torch.vtensor<[2,8,4,4],f1
 
 // -----
 
+// Strided along one dim only (here 1-D), the f16 GEMM's result is not
+// inserted with stride on GPU targets: IREE 3.13's CUDA code failed to
+// compile that insert fused into the GEMM's MMA dispatch. One elementwise
+// op rounds it and puts a zero after each element; collapsed, that is
+// grad_input.
+// GPU-AUTO-LABEL: func.func @grad_input_1d_k1_s2_p0_d1_g1_f16
+// GPU-AUTO:         linalg.generic {{.*}}reduction
+// GPU-AUTO-SAME:      ins(%{{.*}}, %{{.*}} : tensor<4x8xf16>, tensor<2x8x4xf16>)
+// GPU-AUTO-SAME:      outs(%{{.*}} : tensor<2x4x4xf32>)
+// GPU-AUTO-NOT:     tensor.insert_slice
+// GPU-AUTO:         linalg.generic {{.*}} outs(%{{.*}} : tensor<2x4x4x2xf16>)
+// GPU-AUTO:           arith.select
+// GPU-AUTO:           arith.truncf {{.*}} : f32 to f16
+// GPU-AUTO:         tensor.collapse_shape {{.*}} into tensor<2x4x8xf16>
+// GPU-AUTO-NOT:     tensor.insert_slice
+// GPU-AUTO:         return
+
+func.func @grad_input_1d_k1_s2_p0_d1_g1_f16(%arg0: !torch.vtensor<[2,8,4],f16>, %arg1: !torch.vtensor<[2,4,8],f16>, %arg2: !torch.vtensor<[8,4,1],f16>) -> !torch.vtensor<[2,4,8],f16> {
+  %true = torch.constant.bool true
+  %false = torch.constant.bool false
+  %int1 = torch.constant.int 1
+  %int0 = torch.constant.int 0
+  %none = torch.constant.none
+  %int2 = torch.constant.int 2
+  %0 = torch.prim.ListConstruct %int2 : (!torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int0 : (!torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1 : (!torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0 : (!torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %true, %false, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,8,4],f16>, !torch.vtensor<[2,4,8],f16>, !torch.vtensor<[8,4,1],f16>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,4,8],f16>, !torch.none, !torch.none
+  return %result0 : !torch.vtensor<[2,4,8],f16>
+}
+
+// -----
+
 // In f32 on GPU targets the 1x1 kernel's GEMM is the CPU's: grad_output's
 // rows [n*h*w, f] times the weight as [f, c] in the named matmul, woven into
 // the grid (the weight-first generic ran 4.3x-12x slower in f32 on the H100).

@@ -24,7 +24,8 @@ An empty phase (stride > kernel, or gcd(stride, dilation) > 1) emits no
 contraction; its positions get zeros. A 1x1 kernel has one non-empty phase:
 its contraction runs on grad_output as it is: on GPU targets its result
 alone is inserted with stride s into zeros, which measured faster there
-than the weave; on the CPU it is a named matmul between transposes
+than the weave (but woven in f16/bf16 where only one dim is strided,
+which IREE failed to compile); on the CPU it is a named matmul between transposes
 (`contraction_forms.im2col_matmul`), woven with zeros.
 """
 
@@ -156,6 +157,34 @@ def _weight_first_part(spec: ConvBackwardSpec, window: ir.Value, weight: ir.Valu
     return forms.expand_trailing(part, rows) if flat else part
 
 
+def _woven_axis(spec: ConvBackwardSpec, counts: list[int]) -> Optional[int]:
+    """The dim of an f16/bf16 weight-first GEMM's result that its strided
+    insert would step along, when it is the only such dim (more than one row
+    and a stride): IREE 3.13's CUDA code failed to compile that insert fused
+    into the GEMM's MMA dispatch for most 1-D layers and (1, s) strides
+    ("LLVM Translation failed for operation: builtin.unrealized_conversion_cast"),
+    and compiled every layer strided in two dims. That dim is woven with
+    zeros instead."""
+    if not (_weight_first_applies(spec) and targets.half_precision_on_gpu(spec.dtype)):
+        return None
+    strided = [a for a, (s, q) in enumerate(zip(spec.stride, counts)) if s > 1 and q > 1]
+    return strided[0] if len(strided) == 1 else None
+
+
+def _woven_along(part: ir.Value, axis: int, stride: int, room: int, dtype: ir.Type) -> ir.Value:
+    """`part` with `stride - 1` zeros after each element along spatial dim
+    `axis`, rounded to `dtype` and cut to the `room` positions left in
+    grad_input (only zeros are cut: the last row lands inside it)."""
+    r = len(lb.sizes_of(part)) - 2
+    weave = [stride if a == axis else 1 for a in range(r)]
+    grid = forms.interleave({(0,) * r: part}, weave, dtype)
+    for a in reversed(range(r)):
+        grid = forms.collapse_range(grid, 2 + 2 * a, 4 + 2 * a)
+    sizes = lb.sizes_of(grid)
+    sizes[2 + axis] = min(sizes[2 + axis], room)
+    return lb.extract(grid, [0] * len(sizes), sizes)
+
+
 def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
     """Every live phase over the whole position grid, woven into it by one
     elementwise op; a single live phase is inserted with stride into a zero
@@ -189,7 +218,14 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
             part = _phase_contraction(spec, window, w, phases, counts)
         dx = lb.zeros(lb.sizes_of(part)[:lead] + list(spec.input_spatial), dtype)
         offsets = [ph.first_q * s + ph.residue - p for ph, s, p in zip(phases, spec.stride, spec.padding)]
-        dx = lb.insert_strided(lb.convert(part, dtype), dx, [0] * lead + offsets, [1] * lead + list(spec.stride))
+        # A dim of one row takes no step: IREE's CUDA code also failed on a
+        # strided insert of one row fused into the f16 GEMM (1-D, size 5, stride 3 or 4).
+        strides = [1 if q == 1 else s for s, q in zip(spec.stride, counts)]
+        axis = _woven_axis(spec, counts)
+        if axis is not None:
+            part = _woven_along(part, axis, strides[axis], spec.input_spatial[axis] - offsets[axis], dtype)
+            strides = [1] * r
+        dx = lb.insert_strided(lb.convert(part, dtype), dx, [0] * lead + offsets, [1] * lead + strides)
         return lb.collapse_dims(dx, 1) if groups > 1 else dx
     windows = _phase_windows(spec, dy, live, rows)
     one_table = targets.current() != "cpu" and max(spec.kernel) < GPU_PER_PHASE_KERNEL
