@@ -49,6 +49,7 @@ _LAYERS = (
     _layer("1x1_s2_g32", 32, 256, 256, 100, 1, 2, 0, 32, "auto"),
     _layer("1x1_s2_odd", 6, 96, 200, 59, 1, 2, 0, 1, "auto"),  # phases of different lengths
     _layer("1x1_s3_p1_g2", 4, 64, 96, 31, 1, 3, 1, 2, "auto"),
+    _layer("1x1_s2_h1", 8, 64, 128, (1, 59), 1, 2, 0, 1, "auto"),  # strided along w only: woven in f16/bf16
     _layer("3x3_s2_g32", 4, 256, 256, 50, 3, 2, 1, 32, "auto"),
     _layer("3x3_s2_g32_per_phase", 4, 256, 256, 50, 3, 2, 1, 32, "per-phase"),
     _layer("dw3x3_s2", 8, 64, 64, 56, 3, 2, 1, 64, "auto"),
@@ -76,6 +77,7 @@ _LAYERS = (
     _layer("7x7_s2_c16", 8, 16, 64, 56, 7, 2, 3, 1, "auto"),
     _layer("transposed_1x1_s2", 8, 64, 128, 14, 1, 2, 0, 1, "auto", kind="transposed"),
     _layer("transposed_3x3_s2", 8, 64, 64, 14, 3, 2, 1, 1, "auto", kind="transposed"),
+    _layer("transposed_1x1_s2_g4", 8, 64, 128, 14, 1, 2, 0, 4, "auto", kind="transposed"),
     _layer("forward_1x1_s1", 8, 64, 128, 28, 1, 1, 0, 1, "auto", kind="forward"),
     _layer("forward_1x1_s2", 8, 64, 128, 28, 1, 2, 0, 1, "auto", kind="forward"),
     _layer("forward_3x3_s1", 8, 64, 64, 28, 3, 1, 1, 1, "auto", kind="forward"),
@@ -84,7 +86,7 @@ _LAYERS = (
     _layer("upstream_3x3_s2_c64", 8, 64, 64, 25, 3, 2, 1, 1, "-", kind="upstream"),
 )
 # bf16, in the forms the rule picks.
-_BF16 = ("3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1", "1x1_s2_odd", "1x1_s2_g4", "3x3_s2_c3", "3x3_s2_g32", "3x3_s1_c64", "forward_1x1_s1")
+_BF16 = ("3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1", "1x1_s2_odd", "1x1_s2_h1", "1x1_s2_g4", "3x3_s2_c3", "3x3_s2_g32", "3x3_s1_c64", "forward_1x1_s1")
 # Cases whose results IREE 3.13's CUDA code got wrong on the H100 when last
 # run, with what is known; `check_on_gpu.py` reports them apart.
 KNOWN_WRONG = {
