@@ -4,13 +4,15 @@ strided forward convolution of grad_output with the weight as it is stored,
 forms, each forced: the lowering's (`auto`), the same convolution reading
 the weight transposed to [f, c, k] (reduction first, the layout IREE ran
 3.6x faster in f32 for the stride-1 data gradient; docs/performance.md,
-"f32 on GPUs"), and an im2col gather with the named matmul (ungrouped);
+"f32 on GPUs"), an im2col gather with the named matmul (ungrouped), and
+for grouped 1x1 kernels the weight-first GEMM the ungrouped ones take in
+f16/bf16 (`gemm`);
 beside upstream (which IREE 3.13 fails to lower for transposed=True),
 the named convolution of the same work and torch eager, in f32 and f16, on decoder layers
 (DCGAN's, U-Net's). Right (with `check_on_gpu.py`) and how fast (with
 `run_on_gpu.py`).
 
-    ./dev python -m benchmarks.transposed_gpu prepare .bench-transposed   # here
+    ./dev python -m benchmarks.transposed_gpu prepare .bench-transposed [NAME-PART]  # here
     python3 benchmarks/check_on_gpu.py .bench-transposed                  # there
     python3 benchmarks/run_on_gpu.py .bench-transposed results.json       # there
 """
@@ -44,6 +46,8 @@ LAYERS = (
     ("T2x2_s2_p0_n16_c128_k64_112", 16, 128, 64, 112, 2, 2, 0, 1),
     ("T3x3_s2_p1_n16_c128_k64_56", 16, 128, 64, 56, 3, 2, 1, 1),
     ("T4x4_s2_p1_n32_c256_k256_32_g8", 32, 256, 256, 32, 4, 2, 1, 8),
+    ("T1x1_s2_p0_n16_c512_k256_28", 16, 512, 256, 28, 1, 2, 0, 1),    # 1x1 up-projections: f16/bf16
+    ("T1x1_s2_p0_n16_c512_k256_28_g4", 16, 512, 256, 28, 1, 2, 0, 4),  # widened by a strided copy
 )
 
 
@@ -92,14 +96,22 @@ class NamedConv(torch.nn.Module):
         return torch.nn.functional.conv2d(dy, w, None, self.stride, self.padding, 1, self.groups)
 
 
-VARIANTS = {"auto": None, "reduction-first": reduction_first, "im2col": im2col_matmul}
+# What each variant replaces in `gradients`: the whole grad_input, or (for
+# `gemm`, which matters in f16/bf16 1x1 only) the rule that takes the
+# weight-first GEMM, forced on grouped layers too.
+VARIANTS = {
+    "auto": None,
+    "reduction-first": ("grad_input_transposed", reduction_first),
+    "im2col": ("grad_input_transposed", im2col_matmul),
+    "gemm": ("transposed_gemm_applies", lambda spec: True),
+}
 
 
 @contextlib.contextmanager
 def _variant(name: str) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
         if VARIANTS[name] is not None:
-            stack.enter_context(mock.patch.object(gradients, "grad_input_transposed", VARIANTS[name]))
+            stack.enter_context(mock.patch.object(gradients, *VARIANTS[name]))
         functional.clear_cache()
         try:
             yield
@@ -107,11 +119,14 @@ def _variant(name: str) -> Iterator[None]:
             functional.clear_cache()
 
 
-def prepare(folder: Path) -> None:
+def prepare(folder: Path, match: str = "") -> None:
+    """Every layer whose name contains `match`, in f32 and f16."""
     folder.mkdir(parents=True, exist_ok=True)
     cases, manifest = [], []
     for dtype in ("f32", "f16"):
         for name, n, c, k, hw, kernel, stride, padding, groups in LAYERS:
+            if match not in name:
+                continue
             layer = gpu_check.Case(f"{name}_{dtype}", n, c, k, hw, (kernel, kernel), stride, padding, groups,
                                    "auto", dtype, kind="transposed")
             shapes, arguments = gpu_check.shapes(layer), gpu_check.arguments(layer)
@@ -121,7 +136,7 @@ def prepare(folder: Path) -> None:
             inputs = ["x".join(map(str, shapes[key])) + f"x{dtype}" for key in ("dy", "x", "w")]
             texts = {}
             for variant in VARIANTS:
-                if variant == "im2col" and groups > 1:
+                if (variant == "im2col" and groups > 1) or (variant == "gemm" and (groups == 1 or kernel > 1)):
                     continue
                 with _variant(variant):
                     texts[variant] = (functional.lowered(spec, target="cuda"), ())
@@ -143,4 +158,4 @@ def prepare(folder: Path) -> None:
 
 
 if __name__ == "__main__":
-    prepare(Path(sys.argv[2]))
+    prepare(Path(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "")

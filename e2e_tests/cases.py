@@ -74,6 +74,11 @@ register(case((2, 8, 5, 12), 6, (1, 1), stride=(1, 3), padding=(0, 1), dtype="bf
 # convolution is wrong in f16 there), which IREE's GPU codegen failed to
 # compile fused into the strided contraction.
 register(case((2, 16, 13, 13), 16, (1, 1), stride=(2, 2), transposed=True, groups=2, dtype="f16"))
+# Ungrouped, or with 64+ channels per group, they take the weight-first GEMM
+# over every stride-th element of dy.
+register(case((2, 6, 7, 7), 8, (1, 1), stride=(2, 2), padding=(1, 1), transposed=True, output_padding=(1, 1),
+              dtype="bf16"))
+register(case((2, 128, 3, 3), 128, (1, 1), stride=(2, 2), transposed=True, groups=2, dtype="f16", suffix="c128"))
 
 # Every output_mask, with and without bias_sizes.
 for mask in itertools.product((False, True), repeat=3):
