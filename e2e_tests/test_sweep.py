@@ -1,15 +1,23 @@
-"""The randomized sweep. IREE_BWDCONV_SWEEP_CASES sets its size (CI: 300)."""
+"""The randomized sweep. IREE_BWDCONV_SWEEP_CASES sets its size (CI: 300);
+the first IREE_BWDCONV_SWEEP_GPU_CASES of them (CI: 100) also run in the GPU
+targets' forms on the CPU and compile for CUDA, where random draws found
+forms IREE's GPU code could not compile."""
 
 from __future__ import annotations
 
+import io
 import os
+import zipfile
 
 import pytest
 
-from .harness import run_and_compare, with_batch
+from iree_bwdconv import functional
+
+from .harness import run_and_compare, spec_of, with_batch
 from .sweep import sweep
 
 CASES = sweep(int(os.environ.get("IREE_BWDCONV_SWEEP_CASES", "300")))
+GPU_CASES = CASES[: int(os.environ.get("IREE_BWDCONV_SWEEP_GPU_CASES", "100"))]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -17,3 +25,17 @@ def test_sweep_matches_eager_float64(case) -> None:
     run_and_compare(case)
     if case.dynamic_batch:
         run_and_compare(case, with_batch(case.tensors(), case.input_shape[0] + 2))
+
+
+@pytest.mark.parametrize("case", GPU_CASES, ids=[c.name for c in GPU_CASES])
+def test_sweep_gpu_forms(case, monkeypatch) -> None:
+    original = functional.lowered
+    monkeypatch.setattr(functional, "lowered",
+                        lambda spec, bias_sizes=None, target="cpu": original(spec, bias_sizes, "cuda"))
+    functional.clear_cache()  # modules compiled with the CPU's forms must not answer
+    try:
+        run_and_compare(case)
+    finally:
+        functional.clear_cache()
+    vmfb = functional.compile(original(spec_of(case), case.bias_sizes, "cuda"), "cuda")
+    assert any("cuda_nvptx" in name for name in zipfile.ZipFile(io.BytesIO(vmfb)).namelist())
