@@ -3,6 +3,10 @@ eager PyTorch in float64 (iree_bwdconv.reference holds the error bound)."""
 
 from __future__ import annotations
 
+import io
+import zipfile
+from unittest import mock
+
 import torch
 
 import iree_bwdconv
@@ -13,6 +17,9 @@ from .registry import ConvBackwardCase
 # Cases expected to fail, with the reason; empty while everything passes.
 # A test of a listed case fails if the case starts passing (strict xfail).
 EXPECTED_FAILURES: dict[str, str] = {}
+
+# What iree-compile embeds in the .vmfb for each GPU target's kernels.
+EXECUTABLE_FORMATS = {"gfx942": "rocm_hsaco", "cuda": "cuda_nvptx"}
 
 
 def with_batch(tensors: tuple[torch.Tensor, ...], batch: int) -> tuple[torch.Tensor, ...]:
@@ -36,3 +43,24 @@ def run_and_compare(case: ConvBackwardCase, tensors=None, target: str = "cpu") -
 
 def spec_of(case: ConvBackwardCase):
     return functional.spec_of(*case.tensors(), *case.arguments(), dynamic_batch=case.dynamic_batch)
+
+
+def run_in_gpu_forms(case: ConvBackwardCase) -> None:
+    """The forms the lowering picks for GPU targets (which this machine cannot
+    run) compiled for and run on the CPU: a wrong GPU form shows here."""
+    original = functional.lowered
+    gpu_forms = lambda spec, bias_sizes=None, target="cpu": original(spec, bias_sizes, "cuda")  # noqa: E731
+    with mock.patch.object(functional, "lowered", gpu_forms):
+        functional.clear_cache()  # modules compiled with the CPU's forms must not answer
+        try:
+            run_and_compare(case)
+        finally:
+            functional.clear_cache()
+
+
+def assert_compiles_for(case: ConvBackwardCase, target: str) -> None:
+    """The case's module for `target` compiles and carries that target's kernels."""
+    vmfb = functional.compile(functional.lowered(spec_of(case), case.bias_sizes, target), target)
+    embedded = zipfile.ZipFile(io.BytesIO(vmfb)).namelist()
+    assert "module.fb" in embedded
+    assert any(EXECUTABLE_FORMATS[target] in name for name in embedded), embedded

@@ -4,19 +4,14 @@ and CUDA so that no target breaks silently."""
 
 from __future__ import annotations
 
-import io
-import zipfile
-
 import pytest
 
 from iree_bwdconv import functional
 
 from . import cases  # noqa: F401 - registers the cases
-from .harness import EXPECTED_FAILURES, run_and_compare, spec_of, with_batch
+from .harness import (EXECUTABLE_FORMATS, EXPECTED_FAILURES, assert_compiles_for, run_and_compare, run_in_gpu_forms,
+                      spec_of, with_batch)
 from .registry import CASES
-
-# What iree-compile embeds in the .vmfb for each target's kernels.
-EXECUTABLE_FORMATS = {"gfx942": "rocm_hsaco", "cuda": "cuda_nvptx"}
 
 
 def _params():
@@ -36,27 +31,14 @@ def test_matches_eager_float64(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", list(_params()))
-def test_gpu_forms_match_eager_float64(name: str, monkeypatch) -> None:
-    """The forms the lowering picks for GPU targets (which this machine cannot
-    run) compiled for and run on the CPU: a wrong GPU form shows here."""
-    original = functional.lowered
-    monkeypatch.setattr(functional, "lowered",
-                        lambda spec, bias_sizes=None, target="cpu": original(spec, bias_sizes, "cuda"))
-    functional.clear_cache()  # modules compiled with the CPU's forms must not answer
-    try:
-        run_and_compare(CASES[name])
-    finally:
-        functional.clear_cache()
+def test_gpu_forms_match_eager_float64(name: str) -> None:
+    run_in_gpu_forms(CASES[name])
 
 
-@pytest.mark.parametrize("target", ["gfx942", "cuda"])
+@pytest.mark.parametrize("target", list(EXECUTABLE_FORMATS))
 @pytest.mark.parametrize("name", list(_params()))
 def test_compiles_for_target(name: str, target: str) -> None:
-    case = CASES[name]
-    vmfb = functional.compile(functional.lowered(spec_of(case), case.bias_sizes, target), target)
-    embedded = zipfile.ZipFile(io.BytesIO(vmfb)).namelist()
-    assert "module.fb" in embedded
-    assert any(EXECUTABLE_FORMATS[target] in name for name in embedded), embedded
+    assert_compiles_for(CASES[name], target)
 
 
 STRIDED = [name for name, c in CASES.items()

@@ -5,15 +5,11 @@ forms IREE's GPU code could not compile."""
 
 from __future__ import annotations
 
-import io
 import os
-import zipfile
 
 import pytest
 
-from iree_bwdconv import functional
-
-from .harness import run_and_compare, spec_of, with_batch
+from .harness import assert_compiles_for, run_and_compare, run_in_gpu_forms, with_batch
 from .sweep import sweep
 
 CASES = sweep(int(os.environ.get("IREE_BWDCONV_SWEEP_CASES", "300")))
@@ -28,14 +24,6 @@ def test_sweep_matches_eager_float64(case) -> None:
 
 
 @pytest.mark.parametrize("case", GPU_CASES, ids=[c.name for c in GPU_CASES])
-def test_sweep_gpu_forms(case, monkeypatch) -> None:
-    original = functional.lowered
-    monkeypatch.setattr(functional, "lowered",
-                        lambda spec, bias_sizes=None, target="cpu": original(spec, bias_sizes, "cuda"))
-    functional.clear_cache()  # modules compiled with the CPU's forms must not answer
-    try:
-        run_and_compare(case)
-    finally:
-        functional.clear_cache()
-    vmfb = functional.compile(original(spec_of(case), case.bias_sizes, "cuda"), "cuda")
-    assert any("cuda_nvptx" in name for name in zipfile.ZipFile(io.BytesIO(vmfb)).namelist())
+def test_sweep_gpu_forms(case) -> None:
+    run_in_gpu_forms(case)
+    assert_compiles_for(case, "cuda")
