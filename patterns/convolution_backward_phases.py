@@ -178,8 +178,8 @@ def _woven_along(part: ir.Value, axis: int, stride: int, room: int, dtype: ir.Ty
     r = len(lb.sizes_of(part)) - 2
     weave = [stride if a == axis else 1 for a in range(r)]
     grid = forms.interleave({(0,) * r: part}, weave, dtype)
-    for a in reversed(range(r)):
-        grid = forms.collapse_range(grid, 2 + 2 * a, 4 + 2 * a)
+    for a in range(r):  # [.., q, s, ..] -> [.., q*s, ..]
+        grid = lb.collapse_dims(grid, 2 + a)
     sizes = lb.sizes_of(grid)
     sizes[2 + axis] = min(sizes[2 + axis], room)
     return lb.extract(grid, [0] * len(sizes), sizes)
