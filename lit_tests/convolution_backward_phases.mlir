@@ -5,6 +5,7 @@
 // RUN: env IREE_BWDCONV_GRAD_INPUT_FORM=col2im iree-bwdconv opt --pattern convolution_backward_phases --split-input-file %s 2>/dev/null | FileCheck --check-prefix=COL2IM %s
 // RUN: env IREE_BWDCONV_GRAD_INPUT_FORM=col2im iree-bwdconv opt --pattern convolution_backward_phases --target cuda --split-input-file %s 2>/dev/null | FileCheck --check-prefix=COL2IM-GPU %s
 // RUN: iree-bwdconv opt --pattern convolution_backward_phases --target cuda --split-input-file %s 2>/dev/null | FileCheck --check-prefix=GPU-AUTO %s
+// RUN: iree-bwdconv opt --pattern convolution_backward_phases --target gfx942 --split-input-file %s 2>/dev/null | FileCheck --check-prefix=GFX942 %s
 // NOTE: convolution_backward_phases did not match torch.aten.convolution_backward {{.*}}: stride 1 in every dim
 
 // 3x3 stride 2, per-phase form: four phases with 2x2, 2x1, 1x2 and 1x1 taps
@@ -173,6 +174,40 @@ func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16(%arg0: !torch.vtensor<[2,8,4,4],f1
   %4 = torch.prim.ListConstruct %true, %false, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
   %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,8,4,4],f16>, !torch.vtensor<[2,4,8,8],f16>, !torch.vtensor<[8,4,1,1],f16>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,4,8,8],f16>, !torch.none, !torch.none
   return %result0 : !torch.vtensor<[2,4,8,8],f16>
+}
+
+// -----
+
+// With a dynamic batch the f16 GEMM's result is inserted with stride 2 into
+// zeros on CUDA, but woven with zeros along both dims on gfx942: IREE 3.13's
+// AMDGPU backend failed on that insert fused into the GEMM where dy has 5 to
+// 7 rows ("Cannot select: f32 = Constant<-1>").
+// GPU-AUTO-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_dynbatch_f16
+// GPU-AUTO:      linalg.generic {{.*}}reduction
+// GPU-AUTO-SAME:   ins(%{{.*}}, %{{.*}} : tensor<8x8xf16>, tensor<?x8x5x5xf16>)
+// GPU-AUTO:      tensor.insert_slice {{.*}} [1, 1, 2, 2] : tensor<?x8x5x5xf16> into tensor<?x8x9x9xf16>
+// GFX942-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_dynbatch_f16
+// GFX942:       linalg.generic {{.*}}reduction
+// GFX942-SAME:    ins(%{{.*}}, %{{.*}} : tensor<8x8xf16>, tensor<?x8x5x5xf16>)
+// GFX942:       linalg.generic {{.*}} outs(%{{.*}} : tensor<?x8x5x2x5x2xf16>)
+// GFX942:       tensor.extract_slice {{.*}}[0, 0, 0, 0] [%{{.*}}, 8, 9, 9] [1, 1, 1, 1] : tensor<?x8x10x10xf16> to tensor<?x8x9x9xf16>
+// GFX942-NOT:   [1, 1, 2, 2]
+// GFX942:       return
+
+func.func @grad_input_2d_k1x1_s2_p0_d1_g1_dynbatch_f16(%arg0: !torch.vtensor<[?,8,5,5],f16>, %arg1: !torch.vtensor<[?,8,9,9],f16>, %arg2: !torch.vtensor<[8,8,1,1],f16>) -> !torch.vtensor<[?,8,9,9],f16> {
+  %true = torch.constant.bool true
+  %false = torch.constant.bool false
+  %int1 = torch.constant.int 1
+  %int0 = torch.constant.int 0
+  %none = torch.constant.none
+  %int2 = torch.constant.int 2
+  %0 = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %true, %false, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[?,8,5,5],f16>, !torch.vtensor<[?,8,9,9],f16>, !torch.vtensor<[8,8,1,1],f16>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[?,8,9,9],f16>, !torch.none, !torch.none
+  return %result0 : !torch.vtensor<[?,8,9,9],f16>
 }
 
 // -----

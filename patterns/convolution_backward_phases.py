@@ -24,8 +24,8 @@ An empty phase (stride > kernel, or gcd(stride, dilation) > 1) emits no
 contraction; its positions get zeros. A 1x1 kernel has one non-empty phase:
 its contraction runs on grad_output as it is: on GPU targets its result
 alone is inserted with stride s into zeros, which measured faster there
-than the weave (but woven in f16/bf16 where only one dim is strided,
-which IREE failed to compile); on the CPU it is a named matmul between transposes
+than the weave (but woven in f16/bf16 where IREE failed to compile
+that insert: `_woven_axes`); on the CPU it is a named matmul between transposes
 (`contraction_forms.im2col_matmul`), woven with zeros.
 """
 
@@ -157,31 +157,37 @@ def _weight_first_part(spec: ConvBackwardSpec, window: ir.Value, weight: ir.Valu
     return forms.expand_trailing(part, rows) if flat else part
 
 
-def _woven_axis(spec: ConvBackwardSpec, counts: list[int]) -> Optional[int]:
-    """The dim of an f16/bf16 weight-first GEMM's result that its strided
-    insert would step along, when it is the only such dim (more than one row
-    and a stride): IREE 3.13's CUDA code failed to compile that insert fused
-    into the GEMM's MMA dispatch for most 1-D layers and (1, s) strides
-    ("LLVM Translation failed for operation: builtin.unrealized_conversion_cast"),
-    and compiled every layer strided in two dims. That dim is woven with
-    zeros instead."""
+def _woven_axes(spec: ConvBackwardSpec, counts: list[int]) -> list[int]:
+    """The dims of an f16/bf16 weight-first GEMM's result that are woven with
+    zeros instead of stepped along by its strided insert (dims of more than
+    one row and a stride). IREE 3.13 failed to compile that insert fused into
+    the GEMM's MMA dispatch: on CUDA where one dim is strided (most 1-D
+    layers, (1, s) strides: "LLVM Translation failed for operation:
+    builtin.unrealized_conversion_cast"; two strided dims compiled), and on
+    gfx942 with a dynamic batch where two are (dy of 5 to 7 rows at stride 2
+    and 3: "LLVM ERROR: Cannot select: f32 = Constant<-1>"; 3-D and a static
+    batch compiled)."""
     if not (_weight_first_applies(spec) and targets.half_precision_on_gpu(spec.dtype)):
-        return None
+        return []
     strided = [a for a, (s, q) in enumerate(zip(spec.stride, counts)) if s > 1 and q > 1]
-    return strided[0] if len(strided) == 1 else None
+    if len(strided) == 1 or (targets.current() == "gfx942" and spec.dynamic_batch):
+        return strided
+    return []
 
 
-def _woven_along(part: ir.Value, axis: int, stride: int, room: int, dtype: ir.Type) -> ir.Value:
-    """`part` with `stride - 1` zeros after each element along spatial dim
-    `axis`, rounded to `dtype` and cut to the `room` positions left in
-    grad_input (only zeros are cut: the last row lands inside it)."""
+def _woven_along(part: ir.Value, axes: list[int], strides: list[int], rooms: list[int], dtype: ir.Type) -> ir.Value:
+    """`part` with `strides[a] - 1` zeros after each element along each
+    spatial dim `a` of `axes`, rounded to `dtype` and cut to the `rooms[a]`
+    positions left in grad_input (only zeros are cut: the last row lands
+    inside it)."""
     r = len(lb.sizes_of(part)) - 2
-    weave = [stride if a == axis else 1 for a in range(r)]
+    weave = [strides[a] if a in axes else 1 for a in range(r)]
     grid = forms.interleave({(0,) * r: part}, weave, dtype)
     for a in range(r):  # [.., q, s, ..] -> [.., q*s, ..]
         grid = lb.collapse_dims(grid, 2 + a)
     sizes = lb.sizes_of(grid)
-    sizes[2 + axis] = min(sizes[2 + axis], room)
+    for a in axes:
+        sizes[2 + a] = min(sizes[2 + a], rooms[a])
     return lb.extract(grid, [0] * len(sizes), sizes)
 
 
@@ -221,9 +227,10 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
         # A dim of one row takes no step: IREE's CUDA code also failed on a
         # strided insert of one row fused into the f16 GEMM (1-D, size 5, stride 3 or 4).
         strides = [1 if q == 1 else s for s, q in zip(spec.stride, counts)]
-        axis = _woven_axis(spec, counts)
-        if axis is not None:
-            part = _woven_along(part, axis, strides[axis], spec.input_spatial[axis] - offsets[axis], dtype)
+        axes = _woven_axes(spec, counts)
+        if axes:
+            rooms = [i - o for i, o in zip(spec.input_spatial, offsets)]
+            part = _woven_along(part, axes, strides, rooms, dtype)
             strides = [1] * r
         dx = lb.insert_strided(lb.convert(part, dtype), dx, [0] * lead + offsets, [1] * lead + strides)
         return lb.collapse_dims(dx, 1) if groups > 1 else dx
