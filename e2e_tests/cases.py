@@ -100,3 +100,8 @@ register(case((3, 4, 9, 9), 6, (3, 3), stride=(2, 2), padding=(1, 1), dynamic_ba
 register(case((2, 4, 9), 6, (3,), stride=(2,), padding=(1,), groups=2, dynamic_batch=True, dtype="bf16"))
 register(case((2, 4, 5, 5), 6, (3, 3), stride=(2, 2), padding=(1, 1), transposed=True,
               output_padding=(1, 1), dynamic_batch=True, dtype="f16"))
+# gfx942 did not compile the f16/bf16 1x1 GEMM with its strided insert fused
+# where dy has 5 to 7 rows in two strided dims ("Cannot select: f32 = Constant<-1>").
+register(case((2, 8, 9, 9), 8, (1, 1), stride=(2, 2), dynamic_batch=True, dtype="f16"))
+register(case((2, 6, 14, 13), 8, (1, 1), stride=(3, 3), output_mask=(True, False, False), dynamic_batch=True,
+              dtype="bf16"))

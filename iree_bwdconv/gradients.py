@@ -37,6 +37,15 @@ def grad_bias(spec: ConvBackwardSpec, grad_output: ir.Value) -> ir.Value:
     over runs j of the flattened positions, then db[f] = sum_{n,s} rows[n, f, s]."""
     r = spec.spatial_rank
     acc = lb.element_type(ACCUMULATOR)
+    if bias_batch_first(spec):  # cols[f, o] = sum_n dy[n, f, o], then db[f] = sum_o cols[f, o]
+        f, *o, n = lb.dims(2 + r)
+        cols = lb.reduction(grad_output, lb.zeros([spec.out_channels, *spec.output_spatial], acc),
+                            [lb.affine_map(2 + r, [n, f, *o]), lb.affine_map(2 + r, [f, *o])],
+                            [PARALLEL] * (1 + r) + [REDUCTION])
+        f, *o = lb.dims(1 + r)
+        total = lb.reduction(cols, lb.zeros([spec.out_channels], acc),
+                             [lb.affine_map(1 + r, [f, *o]), lb.affine_map(1 + r, [f])], [PARALLEL] + [REDUCTION] * r)
+        return lb.convert(total, lb.element_type(spec.dtype))
     split = bias_split(spec)
     if split is None:
         f, n, *o = lb.dims(2 + r)
@@ -60,6 +69,15 @@ def grad_bias(spec: ConvBackwardSpec, grad_output: ir.Value) -> ir.Value:
 # positions. On the H100 the one reduction took 3 ms for dy of n32 k2048
 # 25x25 and 79 ms for n3 k32 470x725 (docs/performance.md).
 BIAS_TARGET_ROWS = 1 << 16
+
+
+def bias_batch_first(spec: ConvBackwardSpec) -> bool:
+    """f16 on gfx942 with a dynamic batch: grad_bias sums over the images
+    first. IREE 3.13's AMDGPU backend failed on an f16 sum over each image's
+    positions with the batch dynamic where their count is odd, has a factor
+    5 or 7 and none 3 (5x5, 7x7, 25x25 dy: "LLVM ERROR: Cannot select: f32 =
+    Constant<-1>"); bf16, f32, a static batch and the sum over images compiled."""
+    return targets.current() == "gfx942" and spec.dynamic_batch and spec.dtype == "f16"
 
 
 def bias_split(spec: ConvBackwardSpec) -> Optional[int]:
