@@ -1,7 +1,7 @@
 """The randomized sweep. IREE_BWDCONV_SWEEP_CASES sets its size (CI: 300);
 the first IREE_BWDCONV_SWEEP_GPU_CASES of them (CI: 100) also run in the GPU
-targets' forms on the CPU and compile for CUDA, where random draws found
-forms IREE's GPU code could not compile."""
+targets' forms on the CPU and compile for CUDA and gfx942, where random
+draws found forms IREE's GPU code could not compile."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import os
 
 import pytest
 
-from .harness import assert_compiles_for, run_and_compare, run_in_gpu_forms, with_batch
+from .harness import (EXECUTABLE_FORMATS, assert_compiles_for, gpu_forms_differ, run_and_compare, run_in_gpu_forms,
+                      with_batch)
 from .sweep import sweep
 
 CASES = sweep(int(os.environ.get("IREE_BWDCONV_SWEEP_CASES", "300")))
@@ -26,4 +27,7 @@ def test_sweep_matches_eager_float64(case) -> None:
 @pytest.mark.parametrize("case", GPU_CASES, ids=[c.name for c in GPU_CASES])
 def test_sweep_gpu_forms(case) -> None:
     run_in_gpu_forms(case)
-    assert_compiles_for(case, "cuda")
+    if gpu_forms_differ(case):
+        run_in_gpu_forms(case, "gfx942")
+    for target in EXECUTABLE_FORMATS:
+        assert_compiles_for(case, target)
