@@ -30,7 +30,7 @@ import torch
 from torch_mlir import ir
 
 from iree_bwdconv import contraction_forms as forms
-from iree_bwdconv import functional, geometry, gradients, lowering
+from iree_bwdconv import functional, geometry, lowering, transposed
 from iree_bwdconv import linalg_builders as lb
 from iree_bwdconv.spec import ConvBackwardSpec
 
@@ -52,7 +52,7 @@ LAYERS = (
 
 
 def reduction_first(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
-    """`gradients.grad_input_transposed` with its filter transposed to
+    """`transposed.grad_input_transposed` with its filter transposed to
     [(g,) f, c, k] and read reduction first."""
     groups, r = spec.groups, spec.spatial_rank
     c_in, f_out = spec.in_channels // groups, spec.out_channels // groups
@@ -96,7 +96,7 @@ class NamedConv(torch.nn.Module):
         return torch.nn.functional.conv2d(dy, w, None, self.stride, self.padding, 1, self.groups)
 
 
-# What each variant replaces in `gradients`: the whole grad_input, or (for
+# What each variant replaces in `transposed`: the whole grad_input, or (for
 # `gemm`, which matters in f16/bf16 1x1 only) the rule that takes the
 # weight-first GEMM, forced on grouped layers too.
 VARIANTS = {
@@ -111,7 +111,7 @@ VARIANTS = {
 def _variant(name: str) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
         if VARIANTS[name] is not None:
-            stack.enter_context(mock.patch.object(gradients, *VARIANTS[name]))
+            stack.enter_context(mock.patch.object(transposed, *VARIANTS[name]))
         functional.clear_cache()
         try:
             yield

@@ -12,15 +12,13 @@ o/i (output/input spatial), k (kernel taps).
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 from torch_mlir import ir
 
 from . import contraction_forms as forms
-from . import geometry, group_split, targets
+from . import geometry, targets, weight_rows
 from . import linalg_builders as lb
-from . import torch_ir, weight_rows
-from .errors import InvalidArgumentError
 from .linalg_builders import PARALLEL, REDUCTION
 from .spec import ConvBackwardSpec
 
@@ -379,82 +377,6 @@ def grad_weight_contraction(
     return lb.convert(lb.collapse_dims(acc, 0), lb.element_type(spec.dtype))
 
 
-def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
-    """Input gradient of a transposed convolution: a strided forward
-    convolution of dy, so no zeros are inserted.
-
-    dx[n,g,c,i] = sum_{f,k} dyp[n,g,f,i*s+k*d] * w[g,c,f,k]
-    """
-    groups = spec.groups
-    c_in, f_out = spec.in_channels // groups, spec.out_channels // groups
-    window = (spec.output_spatial, spec.input_spatial, spec.kernel, spec.stride, spec.padding, spec.dilation)
-    if any(map(geometry.reads_only_padding, *window)):
-        return zeros_like_input(spec, grad_output)
-    low, high = geometry.window_padding_nd(*window)
-    dy = lb.pad_or_crop(grad_output, [0, 0, *low], [0, 0, *high])
-    w = weight  # [C, F/G, *K]: already the filter layout, output channel first
-    stride = spec.stride
-    if one_tap_half_on_gpu(spec.dtype, spec.kernel):
-        if transposed_gemm_applies(spec):
-            return _transposed_one_tap_gemm(spec, dy, w)
-        # Widened in the copy that takes every stride-th element: IREE 3.13's
-        # GPU codegen failed on the widening fused into a strided grouped
-        # contraction ("failed to apply fusion + hoisting patterns").
-        f32 = lb.element_type("f32")
-        dy, w = lb.subsample(dy, stride, spec.input_spatial, f32), lb.convert(w, f32)
-        stride = tuple(1 for _ in stride)
-    if groups > 1:
-        dy, w = lb.expand_dim(dy, 1, (groups, f_out)), lb.expand_dim(w, 0, (groups, c_in))
-    channels = [groups, c_in] if groups > 1 else [c_in]
-    init = lb.zeros([_batch(grad_output), *channels, *spec.input_spatial], lb.element_type(ACCUMULATOR))
-    acc = forms.conv(dy, w, init, stride, spec.dilation)
-    if groups > 1:
-        acc = lb.collapse_dims(acc, 1)
-    return lb.convert(acc, lb.element_type(spec.dtype))
-
-
-# Channels per group from which a grouped transposed 1x1 kernel takes the
-# weight-first GEMM: right and 15x faster on the H100 with 128 input and 64
-# output channels per group; a grouped weight-first GEMM with 8 did not
-# finish in 120 s.
-TRANSPOSED_GEMM_MIN_GROUP_CHANNELS = 64
-
-
-def transposed_gemm_applies(spec: ConvBackwardSpec) -> bool:
-    """Whether a transposed 1x1 kernel in f16/bf16 on a GPU target takes the
-    weight-first GEMM (`_transposed_one_tap_gemm`) rather than its
-    convolution widened to f32. On the H100, n16 c512 k256 28x28 stride 2
-    (`benchmarks/transposed_gpu.py`): 0.17-0.19 ms against 141 ms
-    ungrouped, 0.26 against 4.1 in 4 groups; both right."""
-    per_group = min(spec.in_channels, spec.out_channels) // spec.groups
-    return spec.groups == 1 or per_group >= TRANSPOSED_GEMM_MIN_GROUP_CHANNELS
-
-
-def _transposed_one_tap_gemm(spec: ConvBackwardSpec, dy: ir.Value, weight: ir.Value) -> ir.Value:
-    """dx[n,(g,)c,i] = sum_f w[(g,)c,f] * dy[n,(g,)f,i*s] for a transposed
-    1x1 kernel (dy padded for those reads): every stride-th element of dy
-    copied, then one GEMM over flat positions with the weight, already
-    [c, f], first (`contraction_forms.weight_first_gemm`, the operand order
-    IREE 3.13's CUDA code computes right in f16)."""
-    r, groups = spec.spatial_rank, spec.groups
-    if any(s > 1 for s in spec.stride):
-        source = lb.subsample(dy, spec.stride, spec.input_spatial, lb.element_type(spec.dtype))
-    else:
-        source = lb.extract(dy, [0] * (2 + r), [_batch(dy), spec.out_channels, *spec.input_spatial])
-    source = forms.collapse_range(source, 2, 2 + r)
-    taps = forms.collapse_range(weight, 1, 2 + r)
-    channels = [spec.in_channels]
-    if groups > 1:
-        channels = [groups, spec.in_channels // groups]
-        source = lb.expand_dim(source, 1, (groups, spec.out_channels // groups))
-        taps = lb.expand_dim(taps, 0, tuple(channels))
-    init = lb.zeros([_batch(dy), *channels, math.prod(spec.input_spatial)], lb.element_type(ACCUMULATOR))
-    acc = forms.weight_first_gemm(taps, source, init)
-    if groups > 1:
-        acc = lb.collapse_dims(acc, 1)
-    return lb.convert(forms.expand_trailing(acc, list(spec.input_spatial)), lb.element_type(spec.dtype))
-
-
 def one_tap_half_on_gpu(dtype: str, kernel: Sequence[int]) -> bool:
     """An f16/bf16 1x1 kernel on a GPU target: IREE 3.13's CUDA code
     computed the convolution-shaped generic of a 1x1 kernel wrongly in f16
@@ -471,47 +393,3 @@ def zeros_like_input(spec: ConvBackwardSpec, grad_output: ir.Value) -> ir.Value:
     only padding: nothing to contract."""
     sizes = [_batch(grad_output), spec.in_channels, *spec.input_spatial]
     return lb.zeros(sizes, lb.element_type(spec.dtype))
-
-
-GradInputBuilder = Callable[[ConvBackwardSpec, ir.Value, ir.Value], ir.Value]
-
-
-def replace_convolution_backward(
-    op: ir.Operation, rewriter, spec: ConvBackwardSpec, grad_input: GradInputBuilder
-) -> None:
-    """Replace the op by the gradients its output_mask asks for, building
-    grad_input with the pattern's own form and the others as above; on the
-    CPU, grouped ones group by group (`group_split`)."""
-    builders = {
-        "grad_input": lambda s, dy, x, w: (grad_input_transposed if s.transposed else grad_input)(s, dy, w),
-        "grad_weight": lambda s, dy, x, w: grad_weight(s, dy, x),
-    }
-    split = group_split.applies(spec.groups, spec.in_channels)
-    with rewriter.ip, op.location:
-        operands = [torch_ir.to_builtin(v) for v in list(op.operands)[:3]]
-        results = []
-        for index, name in enumerate(("grad_input", "grad_weight", "grad_bias")):
-            type_ = torch_ir.result_type(op, index)
-            if type_ is None:
-                value = torch_ir.none_value()
-            elif name == "grad_bias":  # the same sum with or without groups
-                value = torch_ir.from_builtin(grad_bias(spec, operands[0]), type_)
-            elif split:
-                value = torch_ir.from_builtin(group_split.per_group(spec, name, builders[name], *operands), type_)
-            else:
-                value = torch_ir.from_builtin(builders[name](spec, *operands), type_)
-            results.append(value)
-        rewriter.replace_op(op, results)
-
-
-def check_convolution_backward(op: ir.Operation) -> tuple[Optional[ConvBackwardSpec], Optional[str]]:
-    """Preconditions every pattern shares, before any IR is built:
-    (spec, None), or (None, why not)."""
-    try:
-        spec = torch_ir.read_convolution_backward(op)
-    except (torch_ir.PatternMismatch, InvalidArgumentError) as err:
-        return None, str(err)
-    for index, wanted in enumerate(spec.output_mask):
-        if wanted != (torch_ir.result_type(op, index) is not None):
-            return None, f"result {index} is {op.results[index].type} but output_mask[{index}]={wanted}"
-    return spec, None

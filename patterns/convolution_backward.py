@@ -15,7 +15,7 @@ from torch_mlir import ir
 from torch_mlir.rewrite import PatternRewriter
 
 from iree_bwdconv import contraction_forms as forms
-from iree_bwdconv import geometry, gradients, targets
+from iree_bwdconv import geometry, gradients, replacement, targets
 from iree_bwdconv import linalg_builders as lb
 from iree_bwdconv.spec import ConvBackwardSpec
 
@@ -101,8 +101,8 @@ def grad_input_direct(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
 
 def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
     """Replace the op; return None when rewritten, else the reason it was not."""
-    spec, why_not = gradients.check_convolution_backward(op)
+    spec, why_not = replacement.check_convolution_backward(op)
     if spec is None:
         return why_not
-    gradients.replace_convolution_backward(op, rewriter, spec, grad_input_direct)
+    replacement.replace_convolution_backward(op, rewriter, spec, grad_input_direct)
     return None

@@ -39,7 +39,7 @@ from typing import Optional
 from torch_mlir import ir
 from torch_mlir.rewrite import PatternRewriter
 
-from iree_bwdconv import col2im, geometry, gradients, tap_tables, targets
+from iree_bwdconv import col2im, geometry, gradients, replacement, tap_tables, targets
 from iree_bwdconv import contraction_forms as forms
 from iree_bwdconv import linalg_builders as lb
 from iree_bwdconv.linalg_builders import PARALLEL, REDUCTION
@@ -403,7 +403,7 @@ def choose_form(spec: ConvBackwardSpec) -> str:
 
 def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
     """Replace the op; return None when rewritten, else the reason it was not."""
-    spec, why_not = gradients.check_convolution_backward(op)
+    spec, why_not = replacement.check_convolution_backward(op)
     if spec is None:
         return why_not
     if spec.transposed:
@@ -420,7 +420,7 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
     build = builders[form]
     if computes_in_f32(spec, form):
         build = _in_f32(build)
-    gradients.replace_convolution_backward(op, rewriter, spec, build)
+    replacement.replace_convolution_backward(op, rewriter, spec, build)
     return None
 
 
@@ -443,7 +443,7 @@ def computes_in_f32(spec: ConvBackwardSpec, form: str) -> bool:
     return targets.half_precision_on_gpu(spec.dtype) and (form == "sub-pixel" or grouped_phases)
 
 
-def _in_f32(build: gradients.GradInputBuilder) -> gradients.GradInputBuilder:
+def _in_f32(build: replacement.GradInputBuilder) -> replacement.GradInputBuilder:
     """`build` on grad_output and weight widened to f32. The forms round to
     the spec's dtype where they write grad_input (the weave, or the phase
     inserted with stride), so grad_input is never held in f32."""

@@ -1,0 +1,93 @@
+"""grad_input of a transposed convolution: a strided forward convolution of
+grad_output with the weight as it is (already output channel first), so
+no zeros are inserted and no phases are needed. An f16/bf16 1x1 kernel on
+GPU targets is a GEMM over every stride-th element of grad_output instead,
+or its convolution widened to f32 (`gradients.one_tap_half_on_gpu`).
+"""
+
+from __future__ import annotations
+
+import math
+
+from torch_mlir import ir
+
+from . import contraction_forms as forms
+from . import geometry, gradients
+from . import linalg_builders as lb
+from .spec import ConvBackwardSpec
+
+
+def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
+    """Input gradient of a transposed convolution: a strided forward
+    convolution of dy, so no zeros are inserted.
+
+    dx[n,g,c,i] = sum_{f,k} dyp[n,g,f,i*s+k*d] * w[g,c,f,k]
+    """
+    groups = spec.groups
+    c_in, f_out = spec.in_channels // groups, spec.out_channels // groups
+    window = (spec.output_spatial, spec.input_spatial, spec.kernel, spec.stride, spec.padding, spec.dilation)
+    if any(map(geometry.reads_only_padding, *window)):
+        return gradients.zeros_like_input(spec, grad_output)
+    low, high = geometry.window_padding_nd(*window)
+    dy = lb.pad_or_crop(grad_output, [0, 0, *low], [0, 0, *high])
+    w = weight  # [C, F/G, *K]: already the filter layout, output channel first
+    stride = spec.stride
+    if gradients.one_tap_half_on_gpu(spec.dtype, spec.kernel):
+        if transposed_gemm_applies(spec):
+            return _transposed_one_tap_gemm(spec, dy, w)
+        # Widened in the copy that takes every stride-th element: IREE 3.13's
+        # GPU codegen failed on the widening fused into a strided grouped
+        # contraction ("failed to apply fusion + hoisting patterns").
+        f32 = lb.element_type("f32")
+        dy, w = lb.subsample(dy, stride, spec.input_spatial, f32), lb.convert(w, f32)
+        stride = tuple(1 for _ in stride)
+    if groups > 1:
+        dy, w = lb.expand_dim(dy, 1, (groups, f_out)), lb.expand_dim(w, 0, (groups, c_in))
+    channels = [groups, c_in] if groups > 1 else [c_in]
+    init = lb.zeros([lb.sizes_of(grad_output)[0], *channels, *spec.input_spatial], lb.element_type(gradients.ACCUMULATOR))
+    acc = forms.conv(dy, w, init, stride, spec.dilation)
+    if groups > 1:
+        acc = lb.collapse_dims(acc, 1)
+    return lb.convert(acc, lb.element_type(spec.dtype))
+
+
+# Channels per group from which a grouped transposed 1x1 kernel takes the
+# weight-first GEMM: right and 15x faster on the H100 with 128 input and 64
+# output channels per group; a grouped weight-first GEMM with 8 did not
+# finish in 120 s.
+TRANSPOSED_GEMM_MIN_GROUP_CHANNELS = 64
+
+
+def transposed_gemm_applies(spec: ConvBackwardSpec) -> bool:
+    """Whether a transposed 1x1 kernel in f16/bf16 on a GPU target takes the
+    weight-first GEMM (`_transposed_one_tap_gemm`) rather than its
+    convolution widened to f32. On the H100, n16 c512 k256 28x28 stride 2
+    (`benchmarks/transposed_gpu.py`): 0.17-0.19 ms against 141 ms
+    ungrouped, 0.26 against 4.1 in 4 groups; both right."""
+    per_group = min(spec.in_channels, spec.out_channels) // spec.groups
+    return spec.groups == 1 or per_group >= TRANSPOSED_GEMM_MIN_GROUP_CHANNELS
+
+
+def _transposed_one_tap_gemm(spec: ConvBackwardSpec, dy: ir.Value, weight: ir.Value) -> ir.Value:
+    """dx[n,(g,)c,i] = sum_f w[(g,)c,f] * dy[n,(g,)f,i*s] for a transposed
+    1x1 kernel (dy padded for those reads): every stride-th element of dy
+    copied, then one GEMM over flat positions with the weight, already
+    [c, f], first (`contraction_forms.weight_first_gemm`, the operand order
+    IREE 3.13's CUDA code computes right in f16)."""
+    r, groups = spec.spatial_rank, spec.groups
+    if any(s > 1 for s in spec.stride):
+        source = lb.subsample(dy, spec.stride, spec.input_spatial, lb.element_type(spec.dtype))
+    else:
+        source = lb.extract(dy, [0] * (2 + r), [lb.sizes_of(dy)[0], spec.out_channels, *spec.input_spatial])
+    source = forms.collapse_range(source, 2, 2 + r)
+    taps = forms.collapse_range(weight, 1, 2 + r)
+    channels = [spec.in_channels]
+    if groups > 1:
+        channels = [groups, spec.in_channels // groups]
+        source = lb.expand_dim(source, 1, (groups, spec.out_channels // groups))
+        taps = lb.expand_dim(taps, 0, tuple(channels))
+    init = lb.zeros([lb.sizes_of(dy)[0], *channels, math.prod(spec.input_spatial)], lb.element_type(gradients.ACCUMULATOR))
+    acc = forms.weight_first_gemm(taps, source, init)
+    if groups > 1:
+        acc = lb.collapse_dims(acc, 1)
+    return lb.convert(forms.expand_trailing(acc, list(spec.input_spatial)), lb.element_type(spec.dtype))
