@@ -2,7 +2,8 @@
 grad_output with the weight as it is (already output channel first), so
 no zeros are inserted and no phases are needed. An f16/bf16 1x1 kernel on
 GPU targets is a GEMM over every stride-th element of grad_output instead,
-or its convolution widened to f32 (`gradients.one_tap_half_on_gpu`).
+or its convolution widened to f32 (`gradients.one_tap_half_on_gpu`); a
+strided one in f32 an im2col gather and the named matmul (`im2col_applies`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import math
 from torch_mlir import ir
 
 from . import contraction_forms as forms
-from . import geometry, gradients
+from . import geometry, gradients, targets
 from . import linalg_builders as lb
 from .spec import ConvBackwardSpec
 
@@ -32,6 +33,10 @@ def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight:
     dy = lb.pad_or_crop(grad_output, [0, 0, *low], [0, 0, *high])
     w = weight  # [C, F/G, *K]: already the filter layout, output channel first
     stride = spec.stride
+    acc_type = lb.element_type(gradients.ACCUMULATOR)
+    if im2col_applies(spec):
+        acc = forms.im2col_matmul(dy, w, spec.dilation, acc_type, stride, output_channels_first=True)
+        return lb.convert(acc, lb.element_type(spec.dtype))
     if gradients.one_tap_half_on_gpu(spec.dtype, spec.kernel):
         if transposed_gemm_applies(spec):
             return _transposed_one_tap_gemm(spec, dy, w)
@@ -44,11 +49,24 @@ def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight:
     if groups > 1:
         dy, w = lb.expand_dim(dy, 1, (groups, f_out)), lb.expand_dim(w, 0, (groups, c_in))
     channels = [groups, c_in] if groups > 1 else [c_in]
-    init = lb.zeros([lb.sizes_of(grad_output)[0], *channels, *spec.input_spatial], lb.element_type(gradients.ACCUMULATOR))
+    init = lb.zeros([lb.sizes_of(grad_output)[0], *channels, *spec.input_spatial], acc_type)
     acc = forms.conv(dy, w, init, stride, spec.dilation)
     if groups > 1:
         acc = lb.collapse_dims(acc, 1)
     return lb.convert(acc, lb.element_type(spec.dtype))
+
+
+def im2col_applies(spec: ConvBackwardSpec) -> bool:
+    """An ungrouped strided 1x1 kernel in f32 on a GPU target: every
+    stride-th element of dy gathered into rows and the named matmul
+    (`contraction_forms.im2col_matmul`), as the non-transposed 1x1 grad_input
+    in f32. On the H100 (`benchmarks/transposed_gpu.py`, four layers at
+    stride 2) it ran 1.7x-6.3x faster than the strided convolution; at
+    stride 1 (n32 c256 k64 56x56) 1.3x slower, and with wider kernels
+    slower on five of six layers (docs/performance.md, "Transposed
+    convolutions on the H100")."""
+    one_tap = all(k == 1 for k in spec.kernel) and spec.groups == 1
+    return one_tap and any(s > 1 for s in spec.stride) and targets.f32_on_gpu(spec.dtype)
 
 
 # Channels per group from which a grouped transposed 1x1 kernel takes the
@@ -86,7 +104,8 @@ def _transposed_one_tap_gemm(spec: ConvBackwardSpec, dy: ir.Value, weight: ir.Va
         channels = [groups, spec.in_channels // groups]
         source = lb.expand_dim(source, 1, (groups, spec.out_channels // groups))
         taps = lb.expand_dim(taps, 0, tuple(channels))
-    init = lb.zeros([lb.sizes_of(dy)[0], *channels, math.prod(spec.input_spatial)], lb.element_type(gradients.ACCUMULATOR))
+    acc_type = lb.element_type(gradients.ACCUMULATOR)
+    init = lb.zeros([lb.sizes_of(dy)[0], *channels, math.prod(spec.input_spatial)], acc_type)
     acc = forms.weight_first_gemm(taps, source, init)
     if groups > 1:
         acc = lb.collapse_dims(acc, 1)

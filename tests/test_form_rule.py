@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import iree_bwdconv.patterns.convolution_backward_phases as phases
-from iree_bwdconv import functional, geometry, gradients, targets, weight_rows
+from iree_bwdconv import functional, geometry, gradients, targets, transposed, weight_rows
 
 
 def spec(channels: int, out_channels: int, kernel: int, stride: int, padding: int, size: int = 32, groups: int = 1,
@@ -258,6 +258,28 @@ def test_gpu_one_tap_kernels_in_f32_take_the_named_matmul():
             assert "tensor<512x64xf32>, tensor<64x32xf32>" in matmul, matmul
         with targets.lowering_for("cpu"):
             assert not gradients.one_tap_half_on_gpu(configuration.dtype, configuration.kernel)
+
+
+@pytest.mark.parametrize("dtype, kernel, stride, groups, taken", [
+    (torch.float32, 1, 2, 1, True),
+    (torch.float32, 1, 1, 1, False),   # 1.3x slower than the convolution at stride 1
+    (torch.float32, 1, 2, 2, False),   # grouped: the convolution
+    (torch.float32, 3, 2, 1, False),   # wider kernels: slower on five of six layers
+    (torch.float16, 1, 2, 1, False),   # f16/bf16: the weight-first GEMM
+])
+def test_gpu_transposed_one_tap_f32_takes_the_named_matmul(dtype, kernel, stride, groups, taken):
+    """A transposed convolution's grad_input on GPU targets: an ungrouped
+    strided 1x1 kernel in f32 is an im2col gather and the named matmul."""
+    x, w = torch.zeros(2, 8, 6, 6, dtype=dtype), torch.zeros(8, 4 // groups, kernel, kernel, dtype=dtype)
+    y = torch.ops.aten.convolution(x, w, None, [stride] * 2, [0, 0], [1, 1], True, [0, 0], groups)
+    configuration = functional.spec_of(y, x, w, None, [stride] * 2, [0, 0], [1, 1], True, [0, 0], groups,
+                                       [True, False, False])
+    with targets.lowering_for("cuda"):
+        assert transposed.im2col_applies(configuration) == taken
+    with targets.lowering_for("cpu"):
+        assert not transposed.im2col_applies(configuration)
+    matmuls = [line for line in functional.lowered(configuration, target="cuda").splitlines() if "linalg.matmul" in line]
+    assert bool(matmuls) == taken, matmuls
 
 
 @pytest.mark.parametrize("channels, kernel, form", [
