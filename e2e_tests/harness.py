@@ -66,8 +66,11 @@ def gpu_forms_differ(case: ConvBackwardCase) -> bool:
 
 
 def assert_compiles_for(case: ConvBackwardCase, target: str) -> None:
-    """The case's module for `target` compiles and carries that target's kernels."""
-    vmfb = functional.compile(functional.lowered(spec_of(case), case.bias_sizes, target), target)
-    embedded = zipfile.ZipFile(io.BytesIO(vmfb)).namelist()
+    """The case's module for `target` compiles and carries that target's
+    kernels (none where every gradient is zeros, read only from padding:
+    IREE then folds the module to constants)."""
+    mlir = functional.lowered(spec_of(case), case.bias_sizes, target)
+    embedded = zipfile.ZipFile(io.BytesIO(functional.compile(mlir, target))).namelist()
     assert "module.fb" in embedded
-    assert any(EXECUTABLE_FORMATS[target] in name for name in embedded), embedded
+    computes = any(op in mlir for op in ("linalg.generic", "linalg.matmul", "linalg.conv"))
+    assert any(EXECUTABLE_FORMATS[target] in name for name in embedded) == computes, embedded
