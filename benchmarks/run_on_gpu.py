@@ -3,6 +3,9 @@ iree-benchmark-module (CUDA) and torch eager with CUDA events. Needs only
 python3 with torch and iree-base-runtime (no project code, no compiler).
 
     python3 benchmarks/run_on_gpu.py FOLDER RESULTS.json [FIRST_ENTRY]
+
+$IREE_BENCHMARK_FLAGS (split at spaces) goes to every iree-benchmark-module
+call: runtime flags such as --device_allocator=caching.
 """
 
 import json
@@ -38,7 +41,8 @@ def random_input(folder: Path, spec: str) -> str:
 def _benchmark_command(folder: Path, entry: dict, *flags: str) -> list[str]:
     return [sys.executable, "-m", "iree._runtime.scripts.iree_benchmark_module", "--device=cuda",
             f"--module={folder / entry['vmfb']}", "--function=main",
-            *(f"--input={random_input(folder, i)}" for i in entry["inputs"]), *flags]
+            *(f"--input={random_input(folder, i)}" for i in entry["inputs"]), *flags,
+            *os.environ.get("IREE_BENCHMARK_FLAGS", "").split()]
 
 
 def warm_jit_cache(folder: Path, entries: list) -> None:
