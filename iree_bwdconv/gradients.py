@@ -388,6 +388,18 @@ def one_tap_half_on_gpu(dtype: str, kernel: Sequence[int]) -> bool:
     return targets.half_precision_on_gpu(dtype) and all(k == 1 for k in kernel)
 
 
+def one_tap_strided_f32_on_gpu(dtype: str, kernel: Sequence[int], strides: Sequence[int], groups: int) -> bool:
+    """An ungrouped strided 1x1 convolution in f32 on a GPU target (a
+    transposed convolution's grad_input, a forward projection): IREE 3.13's
+    f32 code (no MMA) ran it as a convolution 1.7x-6.3x slower than an
+    im2col gather of every stride-th element and the named matmul, on four
+    stride-2 layers on the H100 (`benchmarks/transposed_gpu.py`); at stride
+    1 the convolution was 1.3x faster (docs/performance.md, "Transposed
+    1x1 kernels in f32")."""
+    one_tap = all(k == 1 for k in kernel) and groups == 1
+    return one_tap and any(s > 1 for s in strides) and targets.f32_on_gpu(dtype)
+
+
 def zeros_like_input(spec: ConvBackwardSpec, grad_output: ir.Value) -> ir.Value:
     """An all-zero input gradient, for when every grad_output element reads
     only padding: nothing to contract."""

@@ -13,7 +13,7 @@ import math
 from torch_mlir import ir
 
 from . import contraction_forms as forms
-from . import geometry, gradients, targets
+from . import geometry, gradients
 from . import linalg_builders as lb
 from .spec import ConvBackwardSpec
 
@@ -57,16 +57,13 @@ def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight:
 
 
 def im2col_applies(spec: ConvBackwardSpec) -> bool:
-    """An ungrouped strided 1x1 kernel in f32 on a GPU target: every
-    stride-th element of dy gathered into rows and the named matmul
-    (`contraction_forms.im2col_matmul`), as the non-transposed 1x1 grad_input
-    in f32. On the H100 (`benchmarks/transposed_gpu.py`, four layers at
-    stride 2) it ran 1.7x-6.3x faster than the strided convolution; at
-    stride 1 (n32 c256 k64 56x56) 1.3x slower, and with wider kernels
-    slower on five of six layers (docs/performance.md, "Transposed
-    convolutions on the H100")."""
-    one_tap = all(k == 1 for k in spec.kernel) and spec.groups == 1
-    return one_tap and any(s > 1 for s in spec.stride) and targets.f32_on_gpu(spec.dtype)
+    """An ungrouped strided 1x1 kernel in f32 on a GPU target
+    (`gradients.one_tap_strided_f32_on_gpu`): every stride-th element of dy
+    gathered into rows and the named matmul (`contraction_forms.im2col_matmul`),
+    as the non-transposed 1x1 grad_input in f32. Wider kernels keep the
+    strided convolution: im2col was slower on five of six layers
+    (docs/performance.md, "Transposed convolutions on the H100")."""
+    return gradients.one_tap_strided_f32_on_gpu(spec.dtype, spec.kernel, spec.stride, spec.groups)
 
 
 # Channels per group from which a grouped transposed 1x1 kernel takes the

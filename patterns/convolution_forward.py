@@ -8,11 +8,13 @@ slower than the groups sliced apart and, on strided, 1x1 and wide (128+
 channel) layers, 1.1x-14x slower than im2col + matmul
 (`benchmarks/forward_cpu.py`; docs/performance.md, "Forward and grouped
 convolutions on the CPU"). Depthwise and transposed convolutions, and
-every convolution for GPU targets but f16/bf16 1x1 kernels, are left to
-torch-mlir: IREE 3.13's CUDA code computed torch-mlir's named 1x1
-convolution wrongly in f16 and bf16 on the H100 (largest error 131% of
-the largest value), where the im2col matmul here (a transpose and the
-named matmul, for a 1x1 kernel) was right (`benchmarks/gpu_check.py`).
+every convolution for GPU targets but 1x1 kernels in f16/bf16 and
+ungrouped strided ones in f32, are left to torch-mlir: IREE 3.13's CUDA
+code computed torch-mlir's named 1x1 convolution wrongly in f16 and bf16
+on the H100 (largest error 131% of the largest value), where the im2col
+matmul here (a transpose and the named matmul, for a 1x1 kernel) was
+right (`benchmarks/gpu_check.py`), and ran it 1.7x-6.3x slower in f32
+where strided (`gradients.one_tap_strided_f32_on_gpu`).
 Products accumulate in f32 for every dtype, and the bias is added before
 the one rounding.
 """
@@ -86,8 +88,11 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
         dilations = torch_ir.constant_list(dilation, "dilation", torch_ir.constant_int)
     except torch_ir.PatternMismatch as err:
         return str(err)
-    if targets.current() != "cpu" and not gradients.one_tap_half_on_gpu(dtype, kernel):
-        return f"target {targets.current()}: torch-mlir's lowering keeps it (all but f16/bf16 1x1 kernels)"
+    gpu_forms = gradients.one_tap_half_on_gpu(dtype, kernel) or gradients.one_tap_strided_f32_on_gpu(
+        dtype, kernel, strides, groups_)
+    if targets.current() != "cpu" and not gpu_forms:
+        return (f"target {targets.current()}: torch-mlir's lowering keeps it (all but f16/bf16 1x1 kernels "
+                "and ungrouped strided 1x1 kernels in f32)")
     if groups_ > 1 and not group_split.applies(groups_, c):
         return (f"groups={groups_} with {c} input channels: depthwise, which IREE recognizes; split only "
                 f"with at least {group_split.MIN_CHANNELS_PER_GROUP} channels per group")

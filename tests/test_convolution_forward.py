@@ -65,6 +65,24 @@ def test_gpu_targets_keep_torch_mlirs_forms():
     assert "ngchw" in text and "tensor.insert_slice" not in text
 
 
+@pytest.mark.parametrize("conv, taken", [
+    (nn.Conv2d(8, 16, 1, 2), True),                  # a strided 1x1 projection in f32
+    (nn.Conv3d(4, 6, 1, (1, 2, 1)), True),
+    (nn.Conv2d(8, 16, 1, 1), False),                 # stride 1: the named convolution was faster
+    (nn.Conv2d(8, 16, 1, 2, groups=2), False),       # grouped: not measured
+])
+def test_gpu_targets_take_im2col_for_strided_f32_one_tap_kernels(conv, taken):
+    """On GPU targets an ungrouped strided 1x1 kernel in f32 is an im2col
+    gather and the named matmul; lowered for CUDA, compiled for and run on
+    the CPU, against eager float64."""
+    torch.manual_seed(0)
+    x = torch.randn(2, conv.in_channels, *[9] * (conv.weight.dim() - 2))
+    text = iree_bwdconv.lower(Forward(conv), x, target="cuda")
+    assert ("linalg.matmul" in text) == taken and ("linalg.conv_" in text) != taken
+    out = LoadedModule(iree_bwdconv.compile(text, target="cpu"))(x)[0]
+    torch.testing.assert_close(out.double(), Forward(conv.double())(x.double()), rtol=1e-5, atol=1e-4)
+
+
 @pytest.mark.parametrize("conv", [nn.Conv2d(8, 12, 3, 2, 1, groups=4), nn.Conv2d(8, 12, 3, 2, 1)])
 def test_forward_with_a_dynamic_batch(conv):
     batch = torch.export.Dim("batch", min=2, max=64)
