@@ -3,7 +3,9 @@ grad_output with the weight as it is (already output channel first), so
 no zeros are inserted and no phases are needed. An f16/bf16 1x1 kernel on
 GPU targets is a GEMM over every stride-th element of grad_output instead,
 or its convolution widened to f32 (`gradients.one_tap_half_on_gpu`); a
-strided one in f32 an im2col gather and the named matmul (`im2col_applies`).
+strided ungrouped one in f32 an im2col gather and the named matmul
+(`gradients.one_tap_strided_f32_on_gpu`; wider kernels keep the strided
+convolution, which ran faster than im2col on five of six layers).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight:
     w = weight  # [C, F/G, *K]: already the filter layout, output channel first
     stride = spec.stride
     acc_type = lb.element_type(gradients.ACCUMULATOR)
-    if im2col_applies(spec):
+    if gradients.one_tap_strided_f32_on_gpu(spec.dtype, spec.kernel, stride, groups):
         acc = forms.im2col_matmul(dy, w, spec.dilation, acc_type, stride, output_channels_first=True)
         return lb.convert(acc, lb.element_type(spec.dtype))
     if gradients.one_tap_half_on_gpu(spec.dtype, spec.kernel):
@@ -54,16 +56,6 @@ def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight:
     if groups > 1:
         acc = lb.collapse_dims(acc, 1)
     return lb.convert(acc, lb.element_type(spec.dtype))
-
-
-def im2col_applies(spec: ConvBackwardSpec) -> bool:
-    """An ungrouped strided 1x1 kernel in f32 on a GPU target
-    (`gradients.one_tap_strided_f32_on_gpu`): every stride-th element of dy
-    gathered into rows and the named matmul (`contraction_forms.im2col_matmul`),
-    as the non-transposed 1x1 grad_input in f32. Wider kernels keep the
-    strided convolution: im2col was slower on five of six layers
-    (docs/performance.md, "Transposed convolutions on the H100")."""
-    return gradients.one_tap_strided_f32_on_gpu(spec.dtype, spec.kernel, spec.stride, spec.groups)
 
 
 # Channels per group from which a grouped transposed 1x1 kernel takes the

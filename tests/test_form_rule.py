@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import iree_bwdconv.patterns.convolution_backward_phases as phases
-from iree_bwdconv import functional, geometry, gradients, targets, transposed, weight_rows
+from iree_bwdconv import functional, geometry, gradients, targets, weight_rows
 
 
 def spec(channels: int, out_channels: int, kernel: int, stride: int, padding: int, size: int = 32, groups: int = 1,
@@ -274,10 +274,11 @@ def test_gpu_transposed_one_tap_f32_takes_the_named_matmul(dtype, kernel, stride
     y = torch.ops.aten.convolution(x, w, None, [stride] * 2, [0, 0], [1, 1], True, [0, 0], groups)
     configuration = functional.spec_of(y, x, w, None, [stride] * 2, [0, 0], [1, 1], True, [0, 0], groups,
                                        [True, False, False])
+    rule = (configuration.dtype, configuration.kernel, configuration.stride, configuration.groups)
     with targets.lowering_for("cuda"):
-        assert transposed.im2col_applies(configuration) == taken
+        assert gradients.one_tap_strided_f32_on_gpu(*rule) == taken
     with targets.lowering_for("cpu"):
-        assert not transposed.im2col_applies(configuration)
+        assert not gradients.one_tap_strided_f32_on_gpu(*rule)
     matmuls = [line for line in functional.lowered(configuration, target="cuda").splitlines() if "linalg.matmul" in line]
     assert bool(matmuls) == taken, matmuls
 
