@@ -344,6 +344,19 @@ def reduction_split(length: int, outputs: int, target_partials: int, min_chunk: 
     return max((d for d in divisors if d <= wanted), default=1)
 
 
+def fewest_chunks(length: int, max_chunk: int, min_chunk: int) -> int:
+    """The fewest equal contiguous chunks a reduction of `length` terms
+    splits into with each between `min_chunk` and `max_chunk` terms long:
+    the smallest divisor d of `length` with min_chunk <= length / d <=
+    max_chunk. 1 (no split) when `length` fits one chunk or no divisor
+    gives such chunks."""
+    if length <= max_chunk:
+        return 1
+    divisors = (d for small in range(1, math.isqrt(length) + 1) if length % small == 0
+                for d in (small, length // small))
+    return min((d for d in divisors if min_chunk <= length // d <= max_chunk), default=1)
+
+
 def padded_taps(channels: int, kernel: Sequence[int], multiple: int, max_growth: float) -> tuple[int, ...]:
     """A kernel window at least as large as `kernel` in every dim whose
     `channels * prod(window)` im2col columns are a multiple of `multiple`,

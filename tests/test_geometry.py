@@ -262,6 +262,15 @@ def test_reduction_split_is_the_best_divisor(length, outputs, target, min_chunk)
     assert split == max(fits)
 
 
+@pytest.mark.parametrize("length", [1, 7, 97, 784, 1568, 6272, 25088])
+@pytest.mark.parametrize("max_chunk", [1, 5, 392, 1024, 100000])
+@pytest.mark.parametrize("min_chunk", [1, 4, 256])
+def test_fewest_chunks_is_the_smallest_divisor_that_fits(length, max_chunk, min_chunk):
+    split = geometry.fewest_chunks(length, max_chunk, min_chunk)
+    fits = [d for d in range(1, length + 1) if length % d == 0 and min_chunk <= length // d <= max_chunk]
+    assert split == (1 if length <= max_chunk or not fits else min(fits))
+
+
 @pytest.mark.parametrize("rank", [1, 2, 3])
 def test_padded_taps_is_the_smallest_window_that_divides(rank: int) -> None:
     """Against every window up to twice the kernel in each dim: the result
