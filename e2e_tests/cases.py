@@ -60,6 +60,14 @@ register(case((2, 2, 15), 3, (7,), stride=(2,), padding=(3,)))
 register(case((2, 8, 9, 9), 8, (3, 3), stride=(2, 2), padding=(1, 1), suffix="c8"))
 register(case((2, 6, 11, 11), 24, (5, 5), stride=(2, 2), padding=(2, 2), suffix="c6k24"))
 
+# Unstrided weight gradients with a deep reduction: on the CPU the gather
+# laid out columns-first and split-K (2 x 40x40 = 3200 terms: 4 chunks of
+# 800), and for unpadded 1x1 kernels no gather, the input read image by
+# image (36x36 positions an image: 2 chunks of 648), grouped and transposed too.
+register(case((2, 6, 40, 40), 4, (3, 3), padding=(1, 1), output_mask=(False, True, False), suffix="deep"))
+register(case((2, 8, 36, 36), 4, (1, 1), groups=2, output_mask=(False, True, False), suffix="deep"))
+register(case((2, 4, 36, 36), 6, (1, 1), transposed=True, output_mask=(False, True, True), suffix="deep"))
+
 # Transposed convolutions (torch-mlir's lowering rejects these).
 register(case((2, 4, 5, 5), 6, (3, 3), stride=(2, 2), padding=(1, 1), transposed=True, output_padding=(1, 1)))
 register(case((2, 4, 5), 6, (4,), stride=(2,), padding=(1,), transposed=True))

@@ -65,17 +65,6 @@ def matmul(lhs: ir.Value, rhs: ir.Value, init: ir.Value, named: bool = False) ->
     return lb.contraction(lhs, rhs, init, maps, [PARALLEL] * (batch + 2) + [REDUCTION])
 
 
-def matmul_rows(lhs: ir.Value, rhs: ir.Value, init: ir.Value) -> ir.Value:
-    """`init[(g,)m,n] += lhs[(g,)m,k] * rhs[(g,)n,k]`: both operands read
-    along the reduction (a matmul with its right operand transposed), as a
-    generic."""
-    batch = ir.RankedTensorType(lhs.type).rank - 2
-    num = batch + 3
-    *g, m, n, k = lb.dims(num)
-    maps = [lb.affine_map(num, [*g, m, k]), lb.affine_map(num, [*g, n, k]), lb.affine_map(num, [*g, m, n])]
-    return lb.contraction(lhs, rhs, init, maps, [PARALLEL] * (batch + 2) + [REDUCTION])
-
-
 def weight_first_gemm(taps: ir.Value, source: ir.Value, init: ir.Value) -> ir.Value:
     """`init[n,(g,)c,o...] += taps[(g,)c,f] * source[n,(g,)f,o...]`: a 1x1
     kernel's contraction as a GEMM per image whose first operand is the
@@ -136,6 +125,30 @@ def sum_partials(parts: ir.Value, out_sizes: list[int]) -> ir.Value:
     maps = [lb.affine_map(rank, [s, *kept]), lb.affine_map(rank, kept)]
     elem = ir.RankedTensorType(parts.type).element_type
     return lb.reduction(parts, lb.zeros(out_sizes, elem), maps, [PARALLEL] * (rank - 1) + [REDUCTION])
+
+
+def split_matmul(lhs: ir.Value, rhs: ir.Value, out_sizes: list[int], split: int, multiple: int) -> ir.Value:
+    """`out[(g,)m,n] = sum_k lhs[(g,)m,k] * rhs[(g,)k,n]` as `split`
+    independent matmuls over contiguous runs of k (zero-padded to a
+    multiple of `multiple`), then their sum:
+    part[s,(g,)m,n] = sum_j lhs[(g,)m,s,j] * rhs[(g,)s,j,n]."""
+    batch = len(out_sizes) - 2
+    length = ir.RankedTensorType(lhs.type).shape[-1]
+    chunk = split * multiple
+    if length % chunk:
+        extra = -length % chunk
+        lhs = lb.pad(lhs, [0] * (batch + 2), [0] * (batch + 1) + [extra])
+        rhs = lb.pad(rhs, [0] * (batch + 2), [0] * batch + [extra, 0])
+        length += extra
+    lhs = lb.expand_dim(lhs, batch + 1, (split, length // split))
+    rhs = lb.expand_dim(rhs, batch, (split, length // split))
+    num = batch + 4
+    s, *g, m, n, j = lb.dims(num)
+    maps = [lb.affine_map(num, [*g, m, s, j]), lb.affine_map(num, [*g, s, j, n]),
+            lb.affine_map(num, [s, *g, m, n])]
+    parts = lb.contraction(lhs, rhs, lb.zeros([split, *out_sizes], lb.element_type("f32")), maps,
+                           [PARALLEL] * (batch + 3) + [REDUCTION])
+    return sum_partials(parts, out_sizes)
 
 
 def transpose(value: ir.Value, permutation: Sequence[int]) -> ir.Value:

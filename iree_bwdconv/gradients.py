@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 from torch_mlir import ir
 
 from . import contraction_forms as forms
-from . import geometry, targets, weight_rows
+from . import cpu_weight, geometry, targets, weight_rows
 from . import linalg_builders as lb
 from .linalg_builders import PARALLEL, REDUCTION
 from .spec import ConvBackwardSpec
@@ -188,9 +188,9 @@ CPU_COLUMNS_FIRST_MIN_DEPTH = 8
 
 def im2col_columns_first(spec: ConvBackwardSpec) -> bool:
     """Whether grad_weight's im2col gather is laid out [(channel, tap),
-    (image, position)] and multiplied with both operands read along the
-    reduction (`contraction_forms.matmul_rows`), not [(image, position),
-    (channel, tap)] into the named matmul: on the CPU, for unstrided layers
+    (image, position)] and multiplied by grad_output channels-last
+    (`cpu_weight`), not [(image, position), (channel, tap)] into
+    the named matmul: on the CPU, for unstrided layers
     with a deep reduction, where IREE's matmul over a [k, n] operand ran
     slowly (ResNet-50's 3x3 c64 56x56 layer) and the gather copies runs of
     the input's rows (docs/performance.md, "grad_weight's im2col layout")."""
@@ -280,28 +280,39 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
     if not by_im2col:
         return grad_weight_contraction(spec, plain, windowed, rows, columns)
 
-    lhs = forms.collapse_range(forms.transpose(plain, [1, 2, 0, *range(3, 3 + r)]), 2, 3 + r)  # [g, row, n*o]
     columns_first = im2col_columns_first(spec)
+    out_sizes = [*([groups] if groups > 1 else []), rows, columns * math.prod(taps)]
+    if columns_first and cpu_weight.window_is_source(spec, taps):
+        acc = cpu_weight.per_image_matmul(plain, windowed, out_sizes)
+        return _weight_from_matmul(spec, acc, out_sizes, columns, taps)
     cols = forms.im2col(windowed, windows, taps, spec.stride, spec.dilation, columns_first=columns_first,
                         padding=spec.padding if unpadded else None)
     if columns_first:  # [g, col, k.., n, o..] -> [g, col*k, n*o]
         cols = forms.collapse_range(forms.collapse_range(cols, 2 + r, 3 + 2 * r), 1, 2 + r)
-    else:  # [g, n, o.., col, k..] -> [g, n*o, col*k]
-        cols = forms.collapse_range(forms.collapse_range(cols, 1, 2 + r), 2, 3 + r)
+        acc = cpu_weight.columns_first_matmul(plain, cols if groups > 1 else lb.collapse_dims(cols, 0), out_sizes)
+        return _weight_from_matmul(spec, acc, out_sizes, columns, taps)
+    # [g, n, o.., col, k..] -> [g, n*o, col*k]
+    cols = forms.collapse_range(forms.collapse_range(cols, 1, 2 + r), 2, 3 + r)
+    lhs = forms.collapse_range(forms.transpose(plain, [1, 2, 0, *range(3, 3 + r)]), 2, 3 + r)  # [g, row, n*o]
     if groups == 1:  # a plain matmul, not a batch of one
         lhs, cols = lb.collapse_dims(lhs, 0), lb.collapse_dims(cols, 0)
-    out_sizes = [*([groups] if groups > 1 else []), rows, columns * math.prod(taps)]
     split = im2col_split(spec)
     if split > 1:
-        acc = _split_matmul(lhs, cols, out_sizes, split)
-    elif columns_first:
-        acc = forms.matmul_rows(lhs, cols, lb.zeros(out_sizes, lb.element_type(ACCUMULATOR)))
+        acc = forms.split_matmul(lhs, cols, out_sizes, split, GPU_SPLIT_CHUNK_MULTIPLE)
     else:
         named = targets.current() == "cpu"  # see forms.matmul
         acc = forms.matmul(lhs, cols, lb.zeros(out_sizes, lb.element_type(ACCUMULATOR)), named)
+    return _weight_from_matmul(spec, acc, out_sizes, columns, taps)
+
+
+def _weight_from_matmul(
+    spec: ConvBackwardSpec, acc: ir.Value, out_sizes: list[int], columns: int, taps: tuple[int, ...]
+) -> ir.Value:
+    """The weight gradient from the im2col matmul's [(g,) row, col*k]
+    result: the taps unflattened, those past the kernel dropped."""
     acc = forms.expand_trailing(acc, [columns, *taps])
-    acc = lb.extract(acc, [0] * (len(out_sizes) + r), [*out_sizes[:-1], columns, *spec.kernel])  # padded taps dropped
-    if groups > 1:
+    acc = lb.extract(acc, [0] * (len(out_sizes) + len(taps)), [*out_sizes[:-1], columns, *spec.kernel])
+    if spec.groups > 1:
         acc = lb.collapse_dims(acc, 0)
     return lb.convert(acc, lb.element_type(spec.dtype))
 
@@ -319,31 +330,6 @@ def gather_reads_unpadded(spec: ConvBackwardSpec) -> bool:
 # left NaN in 704 of the 36864 f16 results when col2im's grad_input was in
 # the same module (right alone, and right padded or unsplit).
 GPU_SPLIT_CHUNK_MULTIPLE = 64
-
-
-def _split_matmul(lhs: ir.Value, cols: ir.Value, out_sizes: list[int], split: int) -> ir.Value:
-    """`out[(g,)m,n] = sum_k lhs[(g,)m,k] * cols[(g,)k,n]` as `split`
-    independent matmuls over contiguous runs of k (zero-padded to a
-    multiple of GPU_SPLIT_CHUNK_MULTIPLE), then their sum:
-    part[s,(g,)m,n] = sum_j lhs[(g,)m,s,j] * cols[(g,)s,j,n]."""
-    batch = len(out_sizes) - 2
-    length = ir.RankedTensorType(lhs.type).shape[-1]
-    chunk = split * GPU_SPLIT_CHUNK_MULTIPLE
-    if length % chunk:
-        extra = -length % chunk
-        lhs = lb.pad(lhs, [0] * (batch + 2), [0] * (batch + 1) + [extra])
-        cols = lb.pad(cols, [0] * (batch + 2), [0] * batch + [extra, 0])
-        length += extra
-    lhs = lb.expand_dim(lhs, batch + 1, (split, length // split))
-    cols = lb.expand_dim(cols, batch, (split, length // split))
-    num = batch + 4
-    s, *g, m, n, j = lb.dims(num)
-    maps = [lb.affine_map(num, [*g, m, s, j]), lb.affine_map(num, [*g, s, j, n]),
-            lb.affine_map(num, [s, *g, m, n])]
-    acc = lb.element_type(ACCUMULATOR)
-    parts = lb.contraction(lhs, cols, lb.zeros([split, *out_sizes], acc), maps,
-                           [PARALLEL] * (batch + 3) + [REDUCTION])
-    return forms.sum_partials(parts, out_sizes)
 
 
 def grad_weight_contraction(

@@ -326,12 +326,15 @@ func.func @grad_input_2d_k3x3_s1_p1_d1_g1_c128_f32(%arg0: !torch.vtensor<[2,32,6
 // 32x32 positions (2048 terms) for 4x3x3x3 weights. On GPU targets the
 // im2col matmul is split into 4 partial sums of 512 terms each (split-K:
 // otherwise a few thread blocks would run the whole sum), then summed; on
-// the CPU one matmul whose operands both run along the 2048 terms (the
-// gather laid out columns-first: unstrided, and 2048 terms for 4 rows).
+// the CPU the gather laid out columns-first (unstrided, and 2048 terms for
+// 4 rows), [27, 2048], times grad_output channels-last, [2048, 4], in two
+// partial sums of 1024 terms, summed, then transposed to [4, 27].
 // CHECK-LABEL: func.func @grad_weight_2d_k3x3_s1_p1_d1_g1_f32
 // CHECK-NOT:     linalg.matmul
-// CHECK:         linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
-// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<4x2048xf32>, tensor<27x2048xf32>) outs(%{{.*}} : tensor<4x27xf32>)
+// CHECK:         %[[PARTS:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction"]
+// CHECK-SAME:      ins(%{{.*}}, %{{.*}} : tensor<27x2x1024xf32>, tensor<2x1024x4xf32>) outs(%{{.*}} : tensor<2x27x4xf32>)
+// CHECK:         %[[SUM:.*]] = linalg.generic {{.*}} ins(%[[PARTS]] : tensor<2x27x4xf32>) outs(%{{.*}} : tensor<27x4xf32>)
+// CHECK:         linalg.generic {{.*}} ins(%[[SUM]] : tensor<27x4xf32>) outs(%{{.*}} : tensor<4x27xf32>)
 // GPU-LABEL: func.func @grad_weight_2d_k3x3_s1_p1_d1_g1_f32
 // GPU-NOT:     linalg.matmul
 // GPU:         %[[PARTS:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction"]
@@ -354,6 +357,41 @@ func.func @grad_weight_2d_k3x3_s1_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,32,32]
   %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,4,32,32],f32>, !torch.vtensor<[2,3,32,32],f32>, !torch.vtensor<[4,3,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.none, !torch.vtensor<[4,3,3,3],f32>, !torch.none
   return %result1 : !torch.vtensor<[4,3,3,3],f32>
 }
+
+// -----
+
+// A 1x1 kernel, unstrided and unpadded, with a deep reduction (2 images of
+// 48x48 positions for 4 rows): on the CPU no gather; input is read as it
+// is, image by image in chunks of 768 positions ([n, g, c, s, j]), against
+// grad_output channels-last ([n, g, s, j, f]), and the partial sums over
+// (n, s) are added up into [g, f, c].
+// CHECK-LABEL: func.func @grad_weight_2d_k1x1_s1_p0_d1_g1_f32
+// CHECK:         %[[X:.*]] = tensor.expand_shape %{{.*}} output_shape [2, 1, 8, 3, 768]
+// CHECK:         %[[PARTS:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]
+// CHECK-SAME:      ins(%[[X]], %{{.*}} : tensor<2x1x8x3x768xf32>, tensor<2x1x3x768x4xf32>) outs(%{{.*}} : tensor<2x3x1x8x4xf32>)
+// CHECK:         linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]
+// CHECK-SAME:      ins(%[[PARTS]] : tensor<2x3x1x8x4xf32>) outs(%{{.*}} : tensor<1x4x8xf32>)
+// GPU-LABEL: func.func @grad_weight_2d_k1x1_s1_p0_d1_g1_f32
+// GPU-NOT:     tensor<2x1x8x3x768xf32>
+
+func.func @grad_weight_2d_k1x1_s1_p0_d1_g1_f32(%arg0: !torch.vtensor<[2,4,48,48],f32>, %arg1: !torch.vtensor<[2,8,48,48],f32>, %arg2: !torch.vtensor<[4,8,1,1],f32>) -> !torch.vtensor<[4,8,1,1],f32> {
+  %true = torch.constant.bool true
+  %int0 = torch.constant.int 0
+  %false = torch.constant.bool false
+  %int1 = torch.constant.int 1
+  %none = torch.constant.none
+  %0 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %false, %true, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,4,48,48],f32>, !torch.vtensor<[2,8,48,48],f32>, !torch.vtensor<[4,8,1,1],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.none, !torch.vtensor<[4,8,1,1],f32>, !torch.none
+  return %result1 : !torch.vtensor<[4,8,1,1],f32>
+}
+
+// -----
+
+// grad_bias alone. On the CPU one reduction over n, h, w; on GPU targets two:
 
 // -----
 

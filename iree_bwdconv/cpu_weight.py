@@ -1,0 +1,96 @@
+"""The CPU's matmuls for an unstrided weight gradient with a deep reduction
+(`gradients.im2col_columns_first`): the im2col gather, laid out one
+(channel, tap) row over every image and position, multiplied by
+grad_output channels-last and split-K; where the gather would copy the
+windowed operand as it is (a 1x1 kernel, no padding), that operand itself,
+image by image.
+
+IREE 3.13's CPU code runs a matmul whose second operand is read along its
+rows, [k, n] with n innermost, faster than one with both operands read along
+the reduction; and on this project's 2-core CPU a matmul over a reduction
+of a few thousand terms ran faster as partial sums over chunks of about a
+thousand (docs/performance.md, "grad_weight's im2col layout").
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from torch_mlir import ir
+
+from . import contraction_forms as forms
+from . import geometry
+from . import linalg_builders as lb
+from .linalg_builders import PARALLEL, REDUCTION
+from .spec import ConvBackwardSpec
+
+# The reduction is split into the fewest equal chunks of at most MAX_CHUNK
+# terms; not split where that would take chunks shorter than MIN_CHUNK (a
+# length with no divisor in between). On the 2-core CPU (n2, f32) the split
+# ran grad_weight of ResNet-50's 3x3 c64 56x56 and c128 28x28 layers 1.2x
+# faster than one matmul over the whole reduction; chunks of 392 to 1568
+# terms were level within the machine's noise.
+MAX_CHUNK = 1024
+MIN_CHUNK = 256
+
+
+def window_is_source(spec: ConvBackwardSpec, taps: Sequence[int]) -> bool:
+    """Whether the im2col gather would be the windowed operand itself: one
+    tap, no padding, and as many windows as source positions (stride 1)."""
+    source, windows = (spec.output_spatial, spec.input_spatial) if spec.transposed else (
+        spec.input_spatial, spec.output_spatial)
+    return (all(t == 1 for t in taps) and all(p == 0 for p in spec.padding)
+            and tuple(source) == tuple(windows))
+
+
+def _chunks(length: int) -> int:
+    return geometry.fewest_chunks(length, MAX_CHUNK, MIN_CHUNK)
+
+
+def columns_first_matmul(plain: ir.Value, cols: ir.Value, out_sizes: list[int]) -> ir.Value:
+    """out[(g,) row, col] = sum_t cols[(g,) col, t] * plain[n, (g,) row, o..]
+    over t = (n, o..): the gather [(g,) col, t] times grad_output
+    channels-last [(g,) t, row], split-K (`_chunks`), then transposed to
+    [(g,) row, col]."""
+    r = ir.RankedTensorType(plain.type).rank - 3
+    grouped = len(out_sizes) == 3
+    channels_last = forms.collapse_range(forms.transpose(plain, [1, 0, *range(3, 3 + r), 2]), 1, 2 + r)
+    if not grouped:  # [1, t, row] -> [t, row]
+        channels_last = lb.collapse_dims(channels_last, 0)
+    swapped = [*out_sizes[:-2], out_sizes[-1], out_sizes[-2]]
+    split = _chunks(ir.RankedTensorType(cols.type).shape[-1])
+    if split > 1:
+        acc = forms.split_matmul(cols, channels_last, swapped, split, multiple=1)
+    else:
+        acc = forms.matmul(cols, channels_last, lb.zeros(swapped, lb.element_type("f32")), named=True)
+    lead = len(out_sizes) - 2
+    return forms.transpose(acc, [*range(lead), lead + 1, lead])
+
+
+def per_image_matmul(plain: ir.Value, windowed: ir.Value, out_sizes: list[int]) -> ir.Value:
+    """out[(g,) row, col] = sum_{n,o} windowed[n, g, col, o..] * plain[n, g, row, o..]
+    with no gather: partial sums over each image's positions in chunks s,
+    part[n, s, g, col, row] = sum_j windowed[n, g, col, (s, j)] * plain_cl[n, g, (s, j), row]
+    (plain channels-last, `_chunks` of the positions), then the sum over
+    (n, s) written [(g,) row, col]."""
+    r = ir.RankedTensorType(plain.type).rank - 3
+    images, groups, cols_per_group = ir.RankedTensorType(windowed.type).shape[:3]
+    rows = ir.RankedTensorType(plain.type).shape[2]
+    positions = math.prod(ir.RankedTensorType(windowed.type).shape[3:])
+    split = _chunks(positions)
+    chunk = (split, positions // split)
+    lhs = lb.expand_dim(forms.collapse_range(windowed, 3, 3 + r), 3, chunk)  # [n, g, col, s, j]
+    rhs = forms.collapse_range(forms.transpose(plain, [0, 1, *range(3, 3 + r), 2]), 2, 2 + r)
+    rhs = lb.expand_dim(rhs, 2, chunk)  # [n, g, s, j, row]
+    n, s, g, col, row, j = lb.dims(6)
+    maps = [lb.affine_map(6, [n, g, col, s, j]), lb.affine_map(6, [n, g, s, j, row]),
+            lb.affine_map(6, [n, s, g, col, row])]
+    acc = lb.element_type("f32")
+    parts = lb.contraction(lhs, rhs, lb.zeros([images, split, groups, cols_per_group, rows], acc), maps,
+                           [PARALLEL] * 5 + [REDUCTION])
+    g, row, col, n, s = lb.dims(5)
+    total = lb.reduction(parts, lb.zeros([groups, rows, cols_per_group], acc),
+                         [lb.affine_map(5, [n, s, g, col, row]), lb.affine_map(5, [g, row, col])],
+                         [PARALLEL] * 3 + [REDUCTION] * 2)
+    return total if len(out_sizes) == 3 else lb.collapse_dims(total, 0)
