@@ -67,6 +67,10 @@ register(case((2, 6, 11, 11), 24, (5, 5), stride=(2, 2), padding=(2, 2), suffix=
 register(case((2, 6, 40, 40), 4, (3, 3), padding=(1, 1), output_mask=(False, True, False), suffix="deep"))
 register(case((2, 8, 36, 36), 4, (1, 1), groups=2, output_mask=(False, True, False), suffix="deep"))
 register(case((2, 4, 36, 36), 6, (1, 1), transposed=True, output_mask=(False, True, True), suffix="deep"))
+# A strided first layer whose named matmul would be narrow (4 x 3*8*8: under
+# four of IREE's 64x64 CPU tiles): on the CPU columns-first too, 7x7 kept.
+register(case((1, 3, 72, 72), 4, (7, 7), stride=(2, 2), padding=(3, 3), output_mask=(False, True, False),
+              suffix="deep"))
 
 # Transposed convolutions (torch-mlir's lowering rejects these).
 register(case((2, 4, 5, 5), 6, (3, 3), stride=(2, 2), padding=(1, 1), transposed=True, output_padding=(1, 1)))

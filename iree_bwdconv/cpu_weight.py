@@ -44,14 +44,15 @@ def window_is_source(spec: ConvBackwardSpec, taps: Sequence[int]) -> bool:
             and tuple(source) == tuple(windows))
 
 
-def _chunks(length: int) -> int:
+def chunks(length: int) -> int:
+    """Partial sums for a reduction of `length` terms (1: not split)."""
     return geometry.fewest_chunks(length, MAX_CHUNK, MIN_CHUNK)
 
 
 def columns_first_matmul(plain: ir.Value, cols: ir.Value, out_sizes: list[int]) -> ir.Value:
     """out[(g,) row, col] = sum_t cols[(g,) col, t] * plain[n, (g,) row, o..]
     over t = (n, o..): the gather [(g,) col, t] times grad_output
-    channels-last [(g,) t, row], split-K (`_chunks`), then transposed to
+    channels-last [(g,) t, row], split-K (`chunks`), then transposed to
     [(g,) row, col]."""
     r = ir.RankedTensorType(plain.type).rank - 3
     grouped = len(out_sizes) == 3
@@ -59,7 +60,7 @@ def columns_first_matmul(plain: ir.Value, cols: ir.Value, out_sizes: list[int]) 
     if not grouped:  # [1, t, row] -> [t, row]
         channels_last = lb.collapse_dims(channels_last, 0)
     swapped = [*out_sizes[:-2], out_sizes[-1], out_sizes[-2]]
-    split = _chunks(ir.RankedTensorType(cols.type).shape[-1])
+    split = chunks(ir.RankedTensorType(cols.type).shape[-1])
     if split > 1:
         acc = forms.split_matmul(cols, channels_last, swapped, split, multiple=1)
     else:
@@ -72,13 +73,13 @@ def per_image_matmul(plain: ir.Value, windowed: ir.Value, out_sizes: list[int]) 
     """out[(g,) row, col] = sum_{n,o} windowed[n, g, col, o..] * plain[n, g, row, o..]
     with no gather: partial sums over each image's positions in chunks s,
     part[n, s, g, col, row] = sum_j windowed[n, g, col, (s, j)] * plain_cl[n, g, (s, j), row]
-    (plain channels-last, `_chunks` of the positions), then the sum over
+    (plain channels-last, `chunks` of the positions), then the sum over
     (n, s) written [(g,) row, col]."""
     r = ir.RankedTensorType(plain.type).rank - 3
     images, groups, cols_per_group = ir.RankedTensorType(windowed.type).shape[:3]
     rows = ir.RankedTensorType(plain.type).shape[2]
     positions = math.prod(ir.RankedTensorType(windowed.type).shape[3:])
-    split = _chunks(positions)
+    split = chunks(positions)
     chunk = (split, positions // split)
     lhs = lb.expand_dim(forms.collapse_range(windowed, 3, 3 + r), 3, chunk)  # [n, g, col, s, j]
     rhs = forms.collapse_range(forms.transpose(plain, [0, 1, *range(3, 3 + r), 2]), 2, 2 + r)

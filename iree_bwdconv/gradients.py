@@ -172,33 +172,49 @@ CPU_IM2COL_COLUMNS = 16
 CPU_MAX_TAP_GROWTH = 4 / 3
 
 
-def im2col_taps(columns_per_tap: int, kernel: tuple[int, ...]) -> tuple[int, ...]:
+def im2col_taps(columns_per_tap: int, kernel: tuple[int, ...], columns_first: bool) -> tuple[int, ...]:
     """The kernel window the im2col gather of grad_weight covers: the
-    kernel itself on GPU targets, `geometry.padded_taps` on the CPU."""
-    if targets.current() != "cpu":
+    kernel itself on GPU targets and where the gather is laid out
+    columns-first (its columns are then the matmul's rows, and the stem's
+    7x7 window ran 1.3x faster than 8x8), `geometry.padded_taps` for the
+    CPU's named matmul."""
+    if targets.current() != "cpu" or columns_first:
         return kernel
     return geometry.padded_taps(columns_per_tap, kernel, CPU_IM2COL_COLUMNS, CPU_MAX_TAP_GROWTH)
 
 
-# On the CPU, an unstrided grad_weight whose reduction (images x positions)
-# is at least this many times its rows takes the im2col gather columns-first
-# (`im2col_columns_first`).
+# On the CPU, a grad_weight whose reduction (images x positions) is at
+# least this many times its rows takes the im2col gather columns-first
+# (`im2col_columns_first`): unstrided, or strided where the named matmul's
+# result would have fewer than CPU_MIN_MATMUL_TILES of IREE 3.13's 64x64
+# CPU tiles (CPU_MATMUL_TILE) to share among the threads and the
+# columns-first matmul splits its reduction (`cpu_weight.chunks`).
 CPU_COLUMNS_FIRST_MIN_DEPTH = 8
+CPU_MATMUL_TILE = 64
+CPU_MIN_MATMUL_TILES = 4
 
 
 def im2col_columns_first(spec: ConvBackwardSpec) -> bool:
     """Whether grad_weight's im2col gather is laid out [(channel, tap),
     (image, position)] and multiplied by grad_output channels-last
-    (`cpu_weight`), not [(image, position), (channel, tap)] into
-    the named matmul: on the CPU, for unstrided layers
-    with a deep reduction, where IREE's matmul over a [k, n] operand ran
-    slowly (ResNet-50's 3x3 c64 56x56 layer) and the gather copies runs of
-    the input's rows (docs/performance.md, "grad_weight's im2col layout")."""
-    if targets.current() != "cpu" or spec.batch is None or any(s > 1 for s in spec.stride):
+    (`cpu_weight`), not [(image, position), (channel, tap)] into the named
+    matmul: on the CPU, for layers with a deep reduction, unstrided (where
+    the gather copies runs of the input's rows) or with a narrow result
+    (ResNet-50's stem, 64 x 3*7*7: three tiles of the named matmul for two
+    threads). A strided columns-first gather reads every s-th element, and
+    ran 1.5x slower on a 5x5 stride-2 layer whose matmul had 13 tiles
+    (docs/performance.md, "grad_weight's im2col layout")."""
+    if targets.current() != "cpu" or spec.batch is None:
         return False
-    rows = (spec.in_channels if spec.transposed else spec.out_channels) // spec.groups
-    depth = spec.batch * math.prod(_windows(spec))
-    return depth >= CPU_COLUMNS_FIRST_MIN_DEPTH * rows
+    rows, columns = (spec.in_channels, spec.out_channels) if spec.transposed else (
+        spec.out_channels, spec.in_channels)
+    rows, columns = rows // spec.groups, columns // spec.groups * math.prod(spec.kernel)
+    if spec.batch * math.prod(_windows(spec)) < CPU_COLUMNS_FIRST_MIN_DEPTH * rows:
+        return False
+    if all(s == 1 for s in spec.stride):
+        return True
+    tiles = spec.groups * -(-rows // CPU_MATMUL_TILE) * -(-columns // CPU_MATMUL_TILE)
+    return tiles < CPU_MIN_MATMUL_TILES and cpu_weight.chunks(spec.batch * math.prod(_windows(spec))) > 1
 
 
 def _windows(spec: ConvBackwardSpec) -> tuple[int, ...]:
@@ -265,7 +281,8 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
         return lb.convert(acc, lb.element_type(spec.dtype))
     rows, columns = (c_in, f_out) if spec.transposed else (f_out, c_in)
     by_im2col = grad_weight_by_im2col(spec)
-    taps = im2col_taps(columns, spec.kernel) if by_im2col else tuple(spec.kernel)
+    columns_first = by_im2col and im2col_columns_first(spec)
+    taps = im2col_taps(columns, spec.kernel, columns_first) if by_im2col else tuple(spec.kernel)
     unpadded = by_im2col and gather_reads_unpadded(spec)
     if not unpadded:  # the windowed operand padded (or cropped) to span exactly the reads
         low, high = geometry.window_padding_nd(source, windows, taps, spec.stride, spec.padding, spec.dilation)
@@ -280,7 +297,6 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
     if not by_im2col:
         return grad_weight_contraction(spec, plain, windowed, rows, columns)
 
-    columns_first = im2col_columns_first(spec)
     out_sizes = [*([groups] if groups > 1 else []), rows, columns * math.prod(taps)]
     if columns_first and cpu_weight.window_is_source(spec, taps):
         acc = cpu_weight.per_image_matmul(plain, windowed, out_sizes)

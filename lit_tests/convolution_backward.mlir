@@ -530,3 +530,36 @@ func.func @grad_weight_2d_k7x7_s2_p3_d1_g1_f32(%arg0: !torch.vtensor<[1,4,8,8],f
   %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %1, %2, %3, %false, %4, %int1, %5 : !torch.vtensor<[1,4,8,8],f32>, !torch.vtensor<[1,3,16,16],f32>, !torch.vtensor<[4,3,7,7],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.none, !torch.vtensor<[4,3,7,7],f32>, !torch.none
   return %result1 : !torch.vtensor<[4,3,7,7],f32>
 }
+
+// -----
+
+// The same first layer, 4 output channels, over 36x36 positions: its named
+// matmul's result (4 x 192) would be fewer than four of IREE's 64x64 CPU
+// tiles for the threads, so on the CPU the gather is laid out
+// columns-first with the 7x7 window, [3*7*7, 1296], and multiplied by
+// grad_output channels-last, [1296, 4], in two partial sums of 648 terms;
+// their sum is transposed to [4, 147].
+// CHECK-LABEL: func.func @grad_weight_2d_k7x7_s2_p3_d1_g1_deep_f32
+// CHECK:         tensor.pad {{.*}} low[0, 0, 3, 3] high[0, 0, 2, 2]
+// CHECK:         outs(%{{.*}} : tensor<1x3x7x7x1x36x36xf32>)
+// CHECK:         %[[PARTS:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<147x2x648xf32>, tensor<2x648x4xf32>) outs(%{{.*}} : tensor<2x147x4xf32>)
+// CHECK:         %[[SUM:.*]] = linalg.generic {{.*}} ins(%[[PARTS]] : tensor<2x147x4xf32>) outs(%{{.*}} : tensor<147x4xf32>)
+// CHECK:         linalg.generic {{.*}} ins(%[[SUM]] : tensor<147x4xf32>) outs(%{{.*}} : tensor<4x147xf32>)
+// CHECK:         output_shape [4, 3, 7, 7] : tensor<4x147xf32>
+
+func.func @grad_weight_2d_k7x7_s2_p3_d1_g1_deep_f32(%arg0: !torch.vtensor<[1,4,36,36],f32>, %arg1: !torch.vtensor<[1,3,72,72],f32>, %arg2: !torch.vtensor<[4,3,7,7],f32>) -> !torch.vtensor<[4,3,7,7],f32> {
+  %false = torch.constant.bool false
+  %true = torch.constant.bool true
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %int2 = torch.constant.int 2
+  %int3 = torch.constant.int 3
+  %none = torch.constant.none
+  %1 = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int3, %int3 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %5 = torch.prim.ListConstruct %false, %true, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %1, %2, %3, %false, %4, %int1, %5 : !torch.vtensor<[1,4,36,36],f32>, !torch.vtensor<[1,3,72,72],f32>, !torch.vtensor<[4,3,7,7],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.none, !torch.vtensor<[4,3,7,7],f32>, !torch.none
+  return %result1 : !torch.vtensor<[4,3,7,7],f32>
+}

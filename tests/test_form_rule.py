@@ -325,7 +325,10 @@ def _weight_spec(batch: int, channels: int, out_channels: int, size: int, kernel
     (2, 256, 64, 56, 1, 1, 0, True),    # 1x1 stride 1
     (2, 256, 256, 14, 3, 1, 1, False),  # depth 392 for 256 rows: the named matmul was faster
     (4, 64, 64, 56, 3, 2, 1, False),    # strided: the columns-first gather reads every other element
-    (2, 32, 64, 40, 5, 2, 1, False),
+    (2, 32, 64, 40, 5, 2, 1, False),    # and the named matmul's 64 x 800 result is 13 tiles
+    (1, 3, 64, 224, 7, 2, 3, True),     # the stem: 64 x 147, three tiles for two threads
+    (1, 3, 256, 224, 7, 2, 3, False),   # 256 x 147: twelve tiles
+    (2, 3, 4, 16, 7, 2, 3, False),      # three tiles, but 128 terms: nothing to split
 ])
 def test_cpu_grad_weight_im2col_layout(batch, channels, out_channels, size, kernel, stride, padding, columns_first):
     configuration = _weight_spec(batch, channels, out_channels, size, kernel, stride, padding)
