@@ -298,27 +298,36 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
         return grad_weight_contraction(spec, plain, windowed, rows, columns)
 
     out_sizes = [*([groups] if groups > 1 else []), rows, columns * math.prod(taps)]
+    padding = spec.padding if unpadded else None
     if columns_first and cpu_weight.window_is_source(spec, taps):
         acc = cpu_weight.per_image_matmul(plain, windowed, out_sizes)
-        return _weight_from_matmul(spec, acc, out_sizes, columns, taps)
-    cols = forms.im2col(windowed, windows, taps, spec.stride, spec.dilation, columns_first=columns_first,
-                        padding=spec.padding if unpadded else None)
-    if columns_first:  # [g, col, k.., n, o..] -> [g, col*k, n*o]
-        cols = forms.collapse_range(forms.collapse_range(cols, 2 + r, 3 + 2 * r), 1, 2 + r)
+    elif columns_first:
+        cols = forms.im2col(windowed, windows, taps, spec.stride, spec.dilation, columns_first=True, padding=padding)
+        cols = forms.collapse_range(forms.collapse_range(cols, 2 + r, 3 + 2 * r), 1, 2 + r)  # [g, col*k, n*o]
         acc = cpu_weight.columns_first_matmul(plain, cols if groups > 1 else lb.collapse_dims(cols, 0), out_sizes)
-        return _weight_from_matmul(spec, acc, out_sizes, columns, taps)
-    # [g, n, o.., col, k..] -> [g, n*o, col*k]
-    cols = forms.collapse_range(forms.collapse_range(cols, 1, 2 + r), 2, 3 + r)
+    else:
+        acc = _rows_matmul(spec, plain, windowed, windows, taps, padding, out_sizes)
+    return _weight_from_matmul(spec, acc, out_sizes, columns, taps)
+
+
+def _rows_matmul(
+    spec: ConvBackwardSpec, plain: ir.Value, windowed: ir.Value, windows: Sequence[int], taps: tuple[int, ...],
+    padding: Optional[Sequence[int]], out_sizes: list[int],
+) -> ir.Value:
+    """The im2col gather laid out a row per (image, position), [(g,) n*o,
+    col*k], times grad_output as [(g,) row, n*o]: the named matmul on the
+    CPU, a generic on GPU targets, split-K where `im2col_split` says."""
+    r = spec.spatial_rank
     lhs = forms.collapse_range(forms.transpose(plain, [1, 2, 0, *range(3, 3 + r)]), 2, 3 + r)  # [g, row, n*o]
-    if groups == 1:  # a plain matmul, not a batch of one
+    cols = forms.im2col(windowed, windows, taps, spec.stride, spec.dilation, padding=padding)
+    cols = forms.collapse_range(forms.collapse_range(cols, 1, 2 + r), 2, 3 + r)  # [g, n*o, col*k]
+    if spec.groups == 1:  # a plain matmul, not a batch of one
         lhs, cols = lb.collapse_dims(lhs, 0), lb.collapse_dims(cols, 0)
     split = im2col_split(spec)
     if split > 1:
-        acc = forms.split_matmul(lhs, cols, out_sizes, split, GPU_SPLIT_CHUNK_MULTIPLE)
-    else:
-        named = targets.current() == "cpu"  # see forms.matmul
-        acc = forms.matmul(lhs, cols, lb.zeros(out_sizes, lb.element_type(ACCUMULATOR)), named)
-    return _weight_from_matmul(spec, acc, out_sizes, columns, taps)
+        return forms.split_matmul(lhs, cols, out_sizes, split, GPU_SPLIT_CHUNK_MULTIPLE)
+    named = targets.current() == "cpu"  # see forms.matmul
+    return forms.matmul(lhs, cols, lb.zeros(out_sizes, lb.element_type(ACCUMULATOR)), named)
 
 
 def _weight_from_matmul(
