@@ -1,15 +1,16 @@
-"""The CPU's matmuls for an unstrided weight gradient with a deep reduction
-(`gradients.im2col_columns_first`): the im2col gather, laid out one
-(channel, tap) row over every image and position, multiplied by
-grad_output channels-last and split-K; where the gather would copy the
-windowed operand as it is (a 1x1 kernel, no padding), that operand itself,
-image by image.
+"""The CPU's matmuls for a weight gradient whose im2col gather is laid
+out columns-first (`gradients.im2col_columns_first`: a deep reduction,
+unstrided or with a narrow result): the gather, one (channel, tap) row over
+every image and position, multiplied by grad_output channels-last and
+split-K; where the gather would copy the windowed operand as it is (a 1x1
+kernel, no padding, stride 1), that operand itself, image by image.
 
 IREE 3.13's CPU code runs a matmul whose second operand is read along its
 rows, [k, n] with n innermost, faster than one with both operands read along
 the reduction; and on this project's 2-core CPU a matmul over a reduction
 of a few thousand terms ran faster as partial sums over chunks of about a
-thousand (docs/performance.md, "grad_weight's im2col layout").
+thousand (docs/performance.md, "The columns-first gather as the matmul's
+first operand, split-K"). Sums are f32, as `gradients.ACCUMULATOR`.
 """
 
 from __future__ import annotations

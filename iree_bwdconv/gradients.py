@@ -203,18 +203,20 @@ def im2col_columns_first(spec: ConvBackwardSpec) -> bool:
     (ResNet-50's stem, 64 x 3*7*7: three tiles of the named matmul for two
     threads). A strided columns-first gather reads every s-th element, and
     ran 1.5x slower on a 5x5 stride-2 layer whose matmul had 13 tiles
-    (docs/performance.md, "grad_weight's im2col layout")."""
+    (docs/performance.md, "grad_weight's im2col layout" and "The
+    columns-first gather as the matmul's first operand, split-K")."""
     if targets.current() != "cpu" or spec.batch is None:
         return False
     rows, columns = (spec.in_channels, spec.out_channels) if spec.transposed else (
         spec.out_channels, spec.in_channels)
     rows, columns = rows // spec.groups, columns // spec.groups * math.prod(spec.kernel)
-    if spec.batch * math.prod(_windows(spec)) < CPU_COLUMNS_FIRST_MIN_DEPTH * rows:
+    depth = spec.batch * math.prod(_windows(spec))
+    if depth < CPU_COLUMNS_FIRST_MIN_DEPTH * rows:
         return False
     if all(s == 1 for s in spec.stride):
         return True
     tiles = spec.groups * -(-rows // CPU_MATMUL_TILE) * -(-columns // CPU_MATMUL_TILE)
-    return tiles < CPU_MIN_MATMUL_TILES and cpu_weight.chunks(spec.batch * math.prod(_windows(spec))) > 1
+    return tiles < CPU_MIN_MATMUL_TILES and cpu_weight.chunks(depth) > 1
 
 
 def _windows(spec: ConvBackwardSpec) -> tuple[int, ...]:
