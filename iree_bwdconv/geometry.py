@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -339,9 +339,7 @@ def reduction_split(length: int, outputs: int, target_partials: int, min_chunk: 
     if length <= 0 or outputs <= 0:
         return 1
     wanted = min(_ceil_div(target_partials, outputs), length // max(min_chunk, 1))
-    divisors = (d for small in range(1, math.isqrt(length) + 1) if length % small == 0
-                for d in (small, length // small))
-    return max((d for d in divisors if d <= wanted), default=1)
+    return max((d for d in _divisors(length) if d <= wanted), default=1)
 
 
 def fewest_chunks(length: int, max_chunk: int, min_chunk: int) -> int:
@@ -352,9 +350,14 @@ def fewest_chunks(length: int, max_chunk: int, min_chunk: int) -> int:
     gives such chunks."""
     if length <= max_chunk:
         return 1
-    divisors = (d for small in range(1, math.isqrt(length) + 1) if length % small == 0
-                for d in (small, length // small))
-    return min((d for d in divisors if min_chunk <= length // d <= max_chunk), default=1)
+    return min((d for d in _divisors(length) if min_chunk <= length // d <= max_chunk), default=1)
+
+
+def _divisors(length: int) -> Iterator[int]:
+    """Every divisor of `length` (> 0), in no particular order."""
+    for small in range(1, math.isqrt(length) + 1):
+        if length % small == 0:
+            yield from {small, length // small}
 
 
 def padded_taps(channels: int, kernel: Sequence[int], multiple: int, max_growth: float) -> tuple[int, ...]:
