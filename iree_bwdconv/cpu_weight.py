@@ -16,7 +16,6 @@ first operand, split-K"). Sums are f32, as `gradients.ACCUMULATOR`.
 from __future__ import annotations
 
 import math
-from typing import Sequence
 
 from torch_mlir import ir
 
@@ -24,7 +23,6 @@ from . import contraction_forms as forms
 from . import geometry
 from . import linalg_builders as lb
 from .linalg_builders import PARALLEL, REDUCTION
-from .spec import ConvBackwardSpec
 
 # The reduction is split into the fewest equal chunks of at most MAX_CHUNK
 # terms; not split where that would take chunks shorter than MIN_CHUNK (a
@@ -34,15 +32,6 @@ from .spec import ConvBackwardSpec
 # terms were level within the machine's noise.
 MAX_CHUNK = 1024
 MIN_CHUNK = 256
-
-
-def window_is_source(spec: ConvBackwardSpec, taps: Sequence[int]) -> bool:
-    """Whether the im2col gather would be the windowed operand itself: one
-    tap, no padding, and as many windows as source positions (stride 1)."""
-    source, windows = (spec.output_spatial, spec.input_spatial) if spec.transposed else (
-        spec.input_spatial, spec.output_spatial)
-    return (all(t == 1 for t in taps) and all(p == 0 for p in spec.padding)
-            and tuple(source) == tuple(windows))
 
 
 def chunks(length: int) -> int:

@@ -67,6 +67,15 @@ def reads_only_padding(
     return source + high <= 0
 
 
+def window_reads_source(
+    source: int, windows: int, kernel: int, stride: int, padding: int, dilation: int
+) -> bool:
+    """True when the kernel has one tap and its reads o*s - p, over the
+    windows o in order, are the source positions 0 .. source-1: an im2col
+    gather along this dim would copy the source as it is."""
+    return kernel == 1 and padding == 0 and windows == source and (stride == 1 or source == 1)
+
+
 @dataclass(frozen=True)
 class ScatterPlacement:
     """Where grad_output lands in the zero-inserted, padded buffer that the

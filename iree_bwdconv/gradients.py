@@ -301,7 +301,7 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
 
     out_sizes = [*([groups] if groups > 1 else []), rows, columns * math.prod(taps)]
     padding = spec.padding if unpadded else None
-    if columns_first and cpu_weight.window_is_source(spec, taps):
+    if columns_first and all(map(geometry.window_reads_source, *window)):  # no gather to make
         acc = cpu_weight.per_image_matmul(plain, windowed, out_sizes)
     elif columns_first:
         cols = forms.im2col(windowed, windows, taps, spec.stride, spec.dilation, columns_first=True, padding=padding)

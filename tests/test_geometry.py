@@ -262,6 +262,16 @@ def test_reduction_split_is_the_best_divisor(length, outputs, target, min_chunk)
     assert split == max(fits)
 
 
+def test_window_reads_source_against_the_reads() -> None:
+    """Against the reads listed one by one, for every small configuration."""
+    for source, kernel, stride, padding, dilation in itertools.product(range(1, 6), range(1, 4), range(1, 4),
+                                                                          range(0, 3), range(1, 3)):
+        for windows in range(1, source + 3):
+            reads = [o * stride + k * dilation - padding for o in range(windows) for k in range(kernel)]
+            expected = kernel == 1 and reads == list(range(source))
+            assert geometry.window_reads_source(source, windows, kernel, stride, padding, dilation) == expected
+
+
 @pytest.mark.parametrize("length", [1, 7, 97, 784, 1568, 6272, 25088])
 @pytest.mark.parametrize("max_chunk", [1, 5, 392, 1024, 100000])
 @pytest.mark.parametrize("min_chunk", [1, 4, 256])
