@@ -1,13 +1,17 @@
 """The layout of the CPU's grad_weight im2col gather: rows of positions
-into the named matmul, or columns-first with both operands read along the
-reduction (`gradients.im2col_columns_first`), beside torch eager, on the
-CPU shapes of `benchmarks/cpu.py` (f32, two threads), interleaved rounds.
+into the named matmul, or columns-first times grad_output channels-last,
+split-K (`gradients.im2col_columns_first`, `cpu_weight`), beside torch
+eager, on the CPU shapes of `benchmarks/cpu.py` (f32, two threads),
+interleaved rounds. Two more columns take columns-first apart: its matmul
+as one sum (no split-K), and its window widened as rows widen it
+(`gradients.im2col_taps`; the same as columns-first where nothing widens).
 
     ./dev python -m benchmarks.cpu_weight_layout [ROUNDS] [SHAPE-NAME-PART]
 """
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import sys
 import tempfile
@@ -16,39 +20,53 @@ from unittest import mock
 
 import torch
 
-from iree_bwdconv import gradients, pipeline, targets
+from iree_bwdconv import cpu_weight, gradients, pipeline, targets
 from iree_bwdconv.functional import spec_of
 
 from . import cpu, modules
 
 GRAD_WEIGHT = (False, True, False)
+WIDEN = gradients.im2col_taps
+
+# Each form: columns-first or not, then patches of the lowering it takes.
+FORMS = {
+    "rows": (False, {}),
+    "columns-first": (True, {}),
+    "one sum": (True, {(cpu_weight, "MAX_CHUNK"): 1 << 62}),
+    "widened": (True, {(gradients, "im2col_taps"): lambda columns, kernel, first: WIDEN(columns, kernel, False)}),
+}
 
 
-def compiled(folder: Path, shape, columns_first: bool) -> Path:
-    path = folder / f"{'columns-first' if columns_first else 'rows'}.vmfb"
-    with mock.patch.object(gradients, "im2col_columns_first", lambda spec: columns_first):
+def compiled(folder: Path, shape, form: str) -> Path:
+    columns_first, patches = FORMS[form]
+    path = folder / f"{form.replace(' ', '-')}.vmfb"
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(mock.patch.object(gradients, "im2col_columns_first", lambda spec: columns_first))
+        for (owner, name), value in patches.items():
+            stack.enter_context(mock.patch.object(owner, name, value))
         path.write_bytes(pipeline.iree_compile(modules.lowered_uncached(shape, GRAD_WEIGHT), "cpu"))
     return path
 
 
 def main(rounds: int, match: str) -> int:
     torch.set_num_threads(2)
-    print("| shape | eager ms | rows (named matmul) ms | columns-first ms | rows / columns-first | picked |")
-    print("|---|---|---|---|---|---|")
+    print("| shape | eager ms | " + " | ".join(f"{form} ms" for form in FORMS)
+          + " | rows / columns-first | picked |")
+    print("|---|" + "---|" * (len(FORMS) + 3))
     with tempfile.TemporaryDirectory() as tmp:
         for shape in cpu.SHAPES:
             if match not in shape.name:
                 continue
-            forms = {first: compiled(Path(tmp), shape, first) for first in (False, True)}
-            samples: dict[str, list[float]] = {"eager": [], "rows": [], "first": []}
-            for _ in range(rounds):
+            vmfbs = {form: compiled(Path(tmp), shape, form) for form in FORMS}
+            samples: dict[str, list[float]] = {"eager": [], **{form: [] for form in FORMS}}
+            for _ in range(rounds):  # interleaved, so drift hits all alike
                 samples["eager"].append(cpu.eager_ms(shape, GRAD_WEIGHT))
-                samples["rows"].append(cpu.iree_ms(forms[False], shape))
-                samples["first"].append(cpu.iree_ms(forms[True], shape))
+                for form, vmfb in vmfbs.items():
+                    samples[form].append(cpu.iree_ms(vmfb, shape))
             med = {k: statistics.median(v) for k, v in samples.items()}
             rule = "columns-first" if picked(shape) else "rows"
-            print(f"| {shape.name} | {med['eager']:.2f} | {med['rows']:.2f} | {med['first']:.2f} | "
-                  f"{med['rows'] / med['first']:.2f} | {rule} |", flush=True)
+            cells = " | ".join(f"{med[k]:.2f}" for k in ("eager", *FORMS))
+            print(f"| {shape.name} | {cells} | {med['rows'] / med['columns-first']:.2f} | {rule} |", flush=True)
     return 0
 
 
