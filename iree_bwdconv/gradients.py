@@ -207,9 +207,8 @@ def im2col_columns_first(spec: ConvBackwardSpec) -> bool:
     columns-first gather as the matmul's first operand, split-K")."""
     if targets.current() != "cpu" or spec.batch is None:
         return False
-    rows, columns = (spec.in_channels, spec.out_channels) if spec.transposed else (
-        spec.out_channels, spec.in_channels)
-    rows, columns = rows // spec.groups, columns // spec.groups * math.prod(spec.kernel)
+    rows, columns = _rows_columns(spec)
+    columns *= math.prod(spec.kernel)
     depth = spec.batch * math.prod(_windows(spec))
     if depth < CPU_COLUMNS_FIRST_MIN_DEPTH * rows:
         return False
@@ -217,6 +216,13 @@ def im2col_columns_first(spec: ConvBackwardSpec) -> bool:
         return True
     tiles = spec.groups * -(-rows // CPU_MATMUL_TILE) * -(-columns // CPU_MATMUL_TILE)
     return tiles < CPU_MIN_MATMUL_TILES and cpu_weight.chunks(depth) > 1
+
+
+def _rows_columns(spec: ConvBackwardSpec) -> tuple[int, int]:
+    """The weight gradient's rows (grad_output channels per group, input
+    channels when transposed) and its columns per tap (the other side)."""
+    c_in, f_out = spec.in_channels // spec.groups, spec.out_channels // spec.groups
+    return (c_in, f_out) if spec.transposed else (f_out, c_in)
 
 
 def _windows(spec: ConvBackwardSpec) -> tuple[int, ...]:
@@ -281,7 +287,7 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
     if weight_rows.applies(spec):
         acc = weight_rows.grad_weight(spec, grad_output, input_, image_split(spec))
         return lb.convert(acc, lb.element_type(spec.dtype))
-    rows, columns = (c_in, f_out) if spec.transposed else (f_out, c_in)
+    rows, columns = _rows_columns(spec)
     by_im2col = grad_weight_by_im2col(spec)
     columns_first = by_im2col and im2col_columns_first(spec)
     taps = im2col_taps(columns, spec.kernel, columns_first) if by_im2col else tuple(spec.kernel)
