@@ -17,7 +17,7 @@ from unittest import mock
 
 import torch
 
-from iree_bwdconv import gradients, lowering
+from iree_bwdconv import lowering, targets
 
 from . import modules
 
@@ -47,7 +47,7 @@ def prepare(folder: Path) -> None:
         x, w = torch.zeros(n, c, hw, hw), torch.zeros(k, c, 1, 1)
         inputs = [f"{n}x{c}x{hw}x{hw}xf32", f"{k}x{c}x1x1xf32"]
         ours = lowering.lower(Conv(stride), x, w, target="cuda")
-        with mock.patch.object(gradients, "one_tap_strided_f32_on_gpu", lambda *args: False):
+        with mock.patch.object(targets, "one_tap_strided_f32_on_gpu", lambda *args: False):
             named = lowering.lower(Conv(stride), x, w, target="cuda")
         for variant, text in (("ours", ours), ("named-conv", named)):
             manifest.append(modules.compiled_entry(folder, text, "cuda", shape=name, mask="forward", variant=variant,

@@ -396,29 +396,6 @@ def grad_weight_contraction(
     return lb.convert(lb.collapse_dims(acc, 0), lb.element_type(spec.dtype))
 
 
-def one_tap_half_on_gpu(dtype: str, kernel: Sequence[int]) -> bool:
-    """An f16/bf16 1x1 kernel on a GPU target: IREE 3.13's CUDA code
-    computed the convolution-shaped generic of a 1x1 kernel wrongly in f16
-    on the H100 (largest error 118%-150% of the largest value: the direct
-    form at stride 1 and over a zero-inserted dy, the transposed
-    convolution's grad_input, torch-mlir's named forward convolution), and
-    right in f32 (`benchmarks/gpu_check.py`). The patterns lower it in
-    another form (col2im's matmul, the forward's im2col matmul) or in f32."""
-    return targets.half_precision_on_gpu(dtype) and all(k == 1 for k in kernel)
-
-
-def one_tap_strided_f32_on_gpu(dtype: str, kernel: Sequence[int], strides: Sequence[int], groups: int) -> bool:
-    """An ungrouped strided 1x1 convolution in f32 on a GPU target (a
-    transposed convolution's grad_input, a forward projection): IREE 3.13's
-    f32 code (no MMA) ran it as a convolution 1.7x-6.3x slower than an
-    im2col gather of every stride-th element and the named matmul, on four
-    stride-2 layers on the H100 (`benchmarks/transposed_gpu.py`); at stride
-    1 the convolution was 1.3x faster (docs/performance.md, "Transposed
-    1x1 kernels in f32")."""
-    one_tap = all(k == 1 for k in kernel) and groups == 1
-    return one_tap and any(s > 1 for s in strides) and targets.f32_on_gpu(dtype)
-
-
 def zeros_like_input(spec: ConvBackwardSpec, grad_output: ir.Value) -> ir.Value:
     """An all-zero input gradient, for when every grad_output element reads
     only padding: nothing to contract."""

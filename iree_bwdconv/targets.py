@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from typing import Iterator
+from typing import Iterator, Sequence
 
 TARGETS = ("cpu", "gfx942", "cuda")
 DEFAULT = "cpu"
@@ -32,6 +32,29 @@ def f32_on_gpu(dtype: str) -> bool:
     matmul layout (docs/performance.md, "f32 on GPUs"). gfx942 takes the
     same forms, unmeasured (no MI300 here)."""
     return current() != "cpu" and dtype == "f32"
+
+
+def one_tap_half_on_gpu(dtype: str, kernel: Sequence[int]) -> bool:
+    """An f16/bf16 1x1 kernel on a GPU target: IREE 3.13's CUDA code
+    computed the convolution-shaped generic of a 1x1 kernel wrongly in f16
+    on the H100 (largest error 118%-150% of the largest value: the direct
+    form at stride 1 and over a zero-inserted dy, the transposed
+    convolution's grad_input, torch-mlir's named forward convolution), and
+    right in f32 (`benchmarks/gpu_check.py`). The patterns lower it in
+    another form (col2im's matmul, the forward's im2col matmul) or in f32."""
+    return half_precision_on_gpu(dtype) and all(k == 1 for k in kernel)
+
+
+def one_tap_strided_f32_on_gpu(dtype: str, kernel: Sequence[int], strides: Sequence[int], groups: int) -> bool:
+    """An ungrouped strided 1x1 convolution in f32 on a GPU target (a
+    transposed convolution's grad_input, a forward projection): IREE 3.13's
+    f32 code (no MMA) ran it as a convolution 1.7x-6.3x slower than an
+    im2col gather of every stride-th element and the named matmul, on four
+    stride-2 layers on the H100 (`benchmarks/transposed_gpu.py`); at stride
+    1 the convolution was 1.3x faster (docs/performance.md, "Transposed
+    1x1 kernels in f32")."""
+    one_tap = all(k == 1 for k in kernel) and groups == 1
+    return one_tap and any(s > 1 for s in strides) and f32_on_gpu(dtype)
 
 
 def check(target: str) -> str:

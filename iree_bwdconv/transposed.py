@@ -2,9 +2,9 @@
 grad_output with the weight as it is (already output channel first), so
 no zeros are inserted and no phases are needed. An f16/bf16 1x1 kernel on
 GPU targets is a GEMM over every stride-th element of grad_output instead,
-or its convolution widened to f32 (`gradients.one_tap_half_on_gpu`); a
+or its convolution widened to f32 (`targets.one_tap_half_on_gpu`); a
 strided ungrouped one in f32 an im2col gather and the named matmul
-(`gradients.one_tap_strided_f32_on_gpu`; wider kernels keep the strided
+(`targets.one_tap_strided_f32_on_gpu`; wider kernels keep the strided
 convolution, which ran faster than im2col on five of six layers).
 """
 
@@ -15,7 +15,7 @@ import math
 from torch_mlir import ir
 
 from . import contraction_forms as forms
-from . import geometry, gradients
+from . import geometry, gradients, targets
 from . import linalg_builders as lb
 from .spec import ConvBackwardSpec
 
@@ -36,10 +36,10 @@ def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight:
     w = weight  # [C, F/G, *K]: already the filter layout, output channel first
     stride = spec.stride
     acc_type = lb.element_type(gradients.ACCUMULATOR)
-    if gradients.one_tap_strided_f32_on_gpu(spec.dtype, spec.kernel, stride, groups):
+    if targets.one_tap_strided_f32_on_gpu(spec.dtype, spec.kernel, stride, groups):
         acc = forms.im2col_matmul(dy, w, spec.dilation, acc_type, stride, output_channels_first=True)
         return lb.convert(acc, lb.element_type(spec.dtype))
-    if gradients.one_tap_half_on_gpu(spec.dtype, spec.kernel):
+    if targets.one_tap_half_on_gpu(spec.dtype, spec.kernel):
         if transposed_gemm_applies(spec):
             return _transposed_one_tap_gemm(spec, dy, w)
         # Widened in the copy that takes every stride-th element: IREE 3.13's

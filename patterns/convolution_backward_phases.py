@@ -343,7 +343,7 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     measurements behind each branch.
 
     GPU targets: a 1x1 kernel takes per-phase (this pattern takes f16/bf16
-    ones at stride 1 too, `gradients.one_tap_half_on_gpu`). Ungrouped, its
+    ones at stride 1 too, `targets.one_tap_half_on_gpu`). Ungrouped, its
     one phase is the weight-first GEMM (`_weight_first_part`), right in
     f16 and 1.8x-4.1x faster than col2im's matmul per image on the H100;
     grouped, a convolution widened to f32 (`_weight_first_applies` says
@@ -408,7 +408,7 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
         return why_not
     if spec.transposed:
         return "transposed=True: grad_input is already a strided convolution without zeros"
-    if all(s == 1 for s in spec.stride) and not gradients.one_tap_half_on_gpu(spec.dtype, spec.kernel):
+    if all(s == 1 for s in spec.stride) and not targets.one_tap_half_on_gpu(spec.dtype, spec.kernel):
         return "stride 1 in every dim: there are no inserted zeros to avoid"
     if not spec.output_mask[0]:
         return "grad_input is not asked for"

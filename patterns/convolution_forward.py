@@ -14,7 +14,7 @@ code computed torch-mlir's named 1x1 convolution wrongly in f16 and bf16
 on the H100 (largest error 131% of the largest value), where the im2col
 matmul here (a transpose and the named matmul, for a 1x1 kernel) was
 right (`benchmarks/gpu_check.py`), and ran it 1.7x-6.3x slower in f32
-where strided (`gradients.one_tap_strided_f32_on_gpu`).
+where strided (`targets.one_tap_strided_f32_on_gpu`).
 Products accumulate in f32 for every dtype, and the bias is added before
 the one rounding.
 """
@@ -88,7 +88,7 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
         dilations = torch_ir.constant_list(dilation, "dilation", torch_ir.constant_int)
     except torch_ir.PatternMismatch as err:
         return str(err)
-    gpu_forms = gradients.one_tap_half_on_gpu(dtype, kernel) or gradients.one_tap_strided_f32_on_gpu(
+    gpu_forms = targets.one_tap_half_on_gpu(dtype, kernel) or targets.one_tap_strided_f32_on_gpu(
         dtype, kernel, strides, groups_)
     if targets.current() != "cpu" and not gpu_forms:
         return (f"target {targets.current()}: torch-mlir's lowering keeps it (all but f16/bf16 1x1 kernels "

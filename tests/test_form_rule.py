@@ -106,7 +106,7 @@ def _operand_sizes(contraction: str) -> list[list[str]]:
 @pytest.mark.parametrize("stride", [1, 2])
 @pytest.mark.parametrize("groups", [1, 4])
 def test_gpu_one_tap_kernels_avoid_the_half_precision_convolution(stride, groups, monkeypatch):
-    """A 1x1 kernel on a GPU target, at stride 1 too in f16 (`gradients.one_tap_half_on_gpu`):
+    """A 1x1 kernel on a GPU target, at stride 1 too in f16 (`targets.one_tap_half_on_gpu`):
     IREE 3.13's CUDA code computed a contraction with dy as its first
     operand (every convolution-shaped generic) wrongly in f16, and the same
     GEMM with the weight first right. Ungrouped, the one contraction reads
@@ -246,7 +246,7 @@ def test_gpu_one_tap_kernels_in_f32_take_the_named_matmul():
         configuration = functional.spec_of(dy.to(dtype), x.to(dtype), w.to(dtype), None, [1, 1], [0, 0], [1, 1],
                                            False, [0, 0], 1, [True, False, False])
         with targets.lowering_for("cuda"):
-            assert gradients.one_tap_half_on_gpu(configuration.dtype, configuration.kernel) == taken, dtype
+            assert targets.one_tap_half_on_gpu(configuration.dtype, configuration.kernel) == taken, dtype
         mlir = functional.lowered(configuration, target="cuda")
         contractions = [line for line in mlir.splitlines() if "linalg.generic" in line and "reduction" in line]
         if taken:
@@ -257,7 +257,7 @@ def test_gpu_one_tap_kernels_in_f32_take_the_named_matmul():
             (matmul,) = [line for line in mlir.splitlines() if "linalg.matmul" in line]
             assert "tensor<512x64xf32>, tensor<64x32xf32>" in matmul, matmul
         with targets.lowering_for("cpu"):
-            assert not gradients.one_tap_half_on_gpu(configuration.dtype, configuration.kernel)
+            assert not targets.one_tap_half_on_gpu(configuration.dtype, configuration.kernel)
 
 
 @pytest.mark.parametrize("dtype, kernel, stride, groups, taken", [
@@ -276,9 +276,9 @@ def test_gpu_transposed_one_tap_f32_takes_the_named_matmul(dtype, kernel, stride
                                        [True, False, False])
     rule = (configuration.dtype, configuration.kernel, configuration.stride, configuration.groups)
     with targets.lowering_for("cuda"):
-        assert gradients.one_tap_strided_f32_on_gpu(*rule) == taken
+        assert targets.one_tap_strided_f32_on_gpu(*rule) == taken
     with targets.lowering_for("cpu"):
-        assert not gradients.one_tap_strided_f32_on_gpu(*rule)
+        assert not targets.one_tap_strided_f32_on_gpu(*rule)
     matmuls = [line for line in functional.lowered(configuration, target="cuda").splitlines() if "linalg.matmul" in line]
     assert bool(matmuls) == taken, matmuls
 
