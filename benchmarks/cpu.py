@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from iree_bwdconv import pipeline
+from iree_bwdconv import pipeline, runtime
 from iree_bwdconv.pipeline import _tool
 
 from . import modules
@@ -39,12 +39,47 @@ SHAPES = (
 ROUNDS = 3
 
 
+# Single calls timed per sample, after one untimed call: eager and IREE's
+# modules alike, each sample their median.
+CALLS = 10
+
+
 def iree_ms(vmfb: Path, shape: Shape) -> float:
-    dy, x, w = modules.example_tensors(shape)
-    inputs = ["x".join(map(str, t.shape)) + "xf32" for t in (dy, x, w)]
+    """Median ms of CALLS single calls of the module under
+    `iree-benchmark-module` (zero inputs), in a process of its own: the
+    statistic `eager_ms` takes. Until 2026-11-25 (stop 24) the median of three
+    repetitions each timing a mean over many calls (`iree_iterations_ms`),
+    which counts this noisy machine's slow calls that eager's median drops
+    (`benchmarks/cpu_timers.py`, docs/performance.md)."""
+    return _benchmark_module(vmfb, shape, [f"--benchmark_repetitions={CALLS}", "--benchmark_min_time=1x"])
+
+
+def iree_iterations_ms(vmfb: Path, shape: Shape) -> float:
+    """The median of three repetitions of `iree-benchmark-module`, each the
+    mean of as many calls as fill its default time."""
+    return _benchmark_module(vmfb, shape, ["--benchmark_repetitions=3"])
+
+
+def runtime_ms(vmfb: Path, shape: Shape) -> float:
+    """Median ms of CALLS calls through the project's runtime
+    (`runtime.LoadedModule`, which the functional API and the torch.compile
+    backend call), on random inputs, in this process."""
+    module = runtime.LoadedModule(vmfb.read_bytes(), "cpu")
+    inputs = [torch.randn(t.shape) for t in modules.example_tensors(shape)]
+    module(*inputs)
+    times = []
+    for _ in range(CALLS):
+        start = time.perf_counter()
+        module(*inputs)
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def _benchmark_module(vmfb: Path, shape: Shape, flags: list[str]) -> float:
+    inputs = ["x".join(map(str, t.shape)) + "xf32" for t in modules.example_tensors(shape)]
     proc = subprocess.run(
         [_tool("iree-benchmark-module"), "--device=local-task", f"--module={vmfb}", "--function=main",
-         *(f"--input={i}" for i in inputs), "--benchmark_repetitions=3", "--benchmark_format=json"],
+         *(f"--input={i}" for i in inputs), *flags, "--benchmark_format=json"],
         capture_output=True, text=True, check=True)
     runs = json.loads(proc.stdout)["benchmarks"]
     return [b for b in runs if b.get("aggregate_name") == "median"][0]["real_time"]
@@ -55,7 +90,7 @@ def eager_ms(shape: Shape, mask) -> float:
     args = modules.arguments(shape, mask)
     torch.ops.aten.convolution_backward(dy, x, w, *args)
     times = []
-    for _ in range(3):
+    for _ in range(CALLS):
         start = time.perf_counter()
         torch.ops.aten.convolution_backward(dy, x, w, *args)
         times.append((time.perf_counter() - start) * 1e3)
