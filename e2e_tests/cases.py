@@ -35,6 +35,11 @@ register(case((2, 4, 7), 4, (1,), stride=(3,)))
 # are zeros and IREE folds the module to constants, with no kernel to carry.
 register(case((2, 2, 1, 9), 2, (1, 3), stride=(3, 3), padding=(1, 0), dilation=(1, 2),
               output_mask=(True, True, False), dtype="f16", bias=False))
+# Reads that miss a one-row input on both sides (rows -2, -1, 1, 2): zeros
+# again, forward and transposed, with no kernel either.
+register(case((2, 2, 1, 6), 3, (2, 3), stride=(3, 1), padding=(2, 1), output_mask=(True, True, False), bias=False))
+register(case((1, 2, 2, 4), 2, (2, 2), stride=(3, 2), padding=(2, 2), transposed=True, output_padding=(0, 1),
+              groups=2, output_mask=(True, True, False), dtype="bf16", bias=False))
 
 # Shapes that broke vendor stride-phase code: stride > kernel (empty phases),
 # gcd(stride, dilation) > 1, kernel 6 stride 3, odd sizes, large padding.

@@ -62,9 +62,16 @@ def window_padding(
 def reads_only_padding(
     source: int, windows: int, kernel: int, stride: int, padding: int, dilation: int
 ) -> bool:
-    """True when every read falls in the low padding: the gradient is zero."""
-    low, high = window_padding(source, windows, kernel, stride, padding, dilation)
-    return source + high <= 0
+    """True when no read `o*s + k*d - p` (o < windows, k < kernel) lands in
+    [0, source): every product has a padding zero, below the source or
+    beyond it, and both gradients are zero. Tap by tap: its reads step by
+    s from k*d - p, and the first at or past 0 must be in the source."""
+    for k in range(kernel):
+        first = k * dilation - padding
+        o = max(0, _ceil_div(-first, stride))
+        if o < windows and first + o * stride < source:
+            return False
+    return True
 
 
 def window_reads_source(

@@ -111,11 +111,14 @@ def test_transposed_grad_input_is_a_strided_conv():
             assert got == expected
 
 
-def test_reads_only_padding_means_every_read_is_below_zero():
-    for k, s, d, p, n in configs():
-        o_size = geometry.conv_output_size(n, k, s, p, d)
-        below = all(o * s + t * d - p < 0 for o in range(o_size) for t in range(k))
-        assert geometry.reads_only_padding(n, o_size, k, s, p, d) == below
+def test_reads_only_padding_means_no_read_is_inside():
+    """Against the reads listed one by one, for any number of windows (a
+    transposed convolution's are its input's length, not the forward
+    output size): reads may miss the source below it, beyond it, or both."""
+    for k, s, d, p, n in itertools.product(KERNELS, STRIDES, DILATIONS, PADDINGS, SIZES):
+        for windows in range(1, 6):
+            inside = any(0 <= o * s + t * d - p < n for o in range(windows) for t in range(k))
+            assert geometry.reads_only_padding(n, windows, k, s, p, d) == (not inside)
 
 
 def test_nd_helpers_map_over_dims():
