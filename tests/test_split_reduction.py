@@ -12,12 +12,14 @@ import math
 import pytest
 
 from e2e_tests import cases  # noqa: F401 - registers the cases
-from e2e_tests.harness import run_and_compare, spec_of
+from e2e_tests.harness import run_and_compare, some_tap_reads_data, spec_of
 from e2e_tests.registry import CASES
 from iree_bwdconv import functional, geometry, gradients, weight_rows
 
 # Grouped weight gradients always take the im2col form (gradients.grad_weight_by_im2col).
-FORMS_OF_CASES = [(name, form) for name, case in CASES.items() if case.output_mask[1]
+# Cases whose every read is padding have a zero weight gradient and nothing to split.
+FORMS_OF_CASES = [(name, form) for name, case in CASES.items()
+                  if case.output_mask[1] and some_tap_reads_data(spec_of(case))
                   for form in ("im2col", "contraction", "rows") if form == "im2col" or case.groups == 1
                   if form != "rows" or not (case.transposed or case.dynamic_batch)]
 MIN_CHUNK, TARGET = 3, 1 << 30
