@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -66,13 +67,7 @@ def runtime_ms(vmfb: Path, shape: Shape) -> float:
     backend call), on random inputs, in this process."""
     module = runtime.LoadedModule(vmfb.read_bytes(), "cpu")
     inputs = [torch.randn(t.shape) for t in modules.example_tensors(shape)]
-    module(*inputs)
-    times = []
-    for _ in range(CALLS):
-        start = time.perf_counter()
-        module(*inputs)
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+    return _median_ms(lambda: module(*inputs))
 
 
 def _benchmark_module(vmfb: Path, shape: Shape, flags: list[str]) -> float:
@@ -88,11 +83,16 @@ def _benchmark_module(vmfb: Path, shape: Shape, flags: list[str]) -> float:
 def eager_ms(shape: Shape, mask) -> float:
     dy, x, w = (torch.randn(t.shape) for t in modules.example_tensors(shape))
     args = modules.arguments(shape, mask)
-    torch.ops.aten.convolution_backward(dy, x, w, *args)
+    return _median_ms(lambda: torch.ops.aten.convolution_backward(dy, x, w, *args))
+
+
+def _median_ms(call: Callable[[], object]) -> float:
+    """Median ms of CALLS single calls, after one untimed call."""
+    call()
     times = []
     for _ in range(CALLS):
         start = time.perf_counter()
-        torch.ops.aten.convolution_backward(dy, x, w, *args)
+        call()
         times.append((time.perf_counter() - start) * 1e3)
     return statistics.median(times)
 
