@@ -23,16 +23,17 @@ import numpy as np
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from run_on_gpu import TORCH_DTYPES
+
 CALLS = 12
 _ELEMENT_TYPES = {"f16": rt.HalElementType.FLOAT_16, "bf16": rt.HalElementType.BFLOAT_16,
                   "f32": rt.HalElementType.FLOAT_32}
-_TORCH_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 
 
 def _argument(device, spec: str):
     """`spec` ("2x3xf16") as a device array of random normal values."""
     *sizes, dtype = spec.split("x")
-    values = torch.randn([int(s) for s in sizes]).to(_TORCH_DTYPES[dtype])
+    values = torch.randn([int(s) for s in sizes]).to(getattr(torch, TORCH_DTYPES[dtype]))
     raw = np.ascontiguousarray(values.view(torch.int16).numpy() if dtype == "bf16" else values.numpy())
     view = device.allocator.allocate_buffer_copy(memory_type=rt.MemoryType.DEVICE_LOCAL,
                                                  allowed_usage=rt.BufferUsage.DEFAULT, device=device, buffer=raw,

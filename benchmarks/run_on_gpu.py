@@ -20,7 +20,7 @@ REPETITIONS = 5
 TIMEOUT_S = 45
 
 
-_TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
+TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
 
 
 def random_input(folder: Path, spec: str) -> str:
@@ -34,7 +34,7 @@ def random_input(folder: Path, spec: str) -> str:
         *sizes, dtype = spec.split("x")
         values = torch.randn([int(s) for s in sizes], generator=torch.Generator().manual_seed(len(spec)))
         path.parent.mkdir(exist_ok=True)
-        path.write_bytes(values.to(getattr(torch, _TORCH_DTYPES[dtype])).view(torch.uint8).numpy().tobytes())
+        path.write_bytes(values.to(getattr(torch, TORCH_DTYPES[dtype])).view(torch.uint8).numpy().tobytes())
     return f"{spec}=@{path}"
 
 
