@@ -201,10 +201,13 @@ def im2col_columns_first(spec: ConvBackwardSpec) -> bool:
     matmul: on the CPU, for layers with a deep reduction, unstrided (where
     the gather copies runs of the input's rows) or with a narrow result
     (ResNet-50's stem, 64 x 3*7*7: three tiles of the named matmul for two
-    threads). A strided columns-first gather reads every s-th element, and
-    ran 1.5x slower on a 5x5 stride-2 layer whose matmul had 13 tiles
-    (docs/performance.md, "grad_weight's im2col layout" and "The
-    columns-first gather as the matmul's first operand, split-K")."""
+    threads). Other strided layers keep rows: columns-first ran 1.5x slower
+    on a 5x5 stride-2 layer whose matmul had 13 tiles, for no cause found
+    (neither its stride-2 read nor its odd split-K runs); a 3x3 stride-2
+    layer that ran a tenth faster columns-first stays with it, since no
+    measured rule yet tells the two apart (docs/performance.md, "The
+    columns-first gather as the matmul's first operand, split-K" and "This
+    CPU again, timed by single calls")."""
     if targets.current() != "cpu" or spec.batch is None:
         return False
     rows, columns = _rows_columns(spec)
