@@ -294,9 +294,10 @@ def grad_input_subpixel(spec: ConvBackwardSpec, grad_output: ir.Value, weight: i
     per dim, so that a reshape interleaves the phases (depth-to-space)."""
     r, groups = spec.spatial_rank, spec.groups
     c_in, f_out = spec.in_channels // groups, spec.out_channels // groups
+    window = (spec.input_spatial, spec.output_spatial, spec.kernel, spec.stride, spec.padding, spec.dilation)
+    if any(map(geometry.reads_only_padding, *window)):
+        return gradients.zeros_like_input(spec, grad_output)
     forms = [geometry.subpixel_form(*dim) for dim in spec.per_dim()]
-    if any(f.dy_start >= o or f.dy_start + f.rows + f.window - 1 <= 0 for f, o in zip(forms, spec.output_spatial)):
-        return gradients.zeros_like_input(spec, grad_output)  # every read is padding
     dy = lb.expand_dim(grad_output, 1, (groups, f_out))
     taps = tap_tables.tap_table(lb.expand_dim(weight, 0, (groups, f_out)), [f.tap_base for f in forms],
                       [f.tap_step for f in forms], [f.window for f in forms], spec.kernel)
