@@ -2,7 +2,10 @@
 
 On the CPU (local-task) tensors cross by DLPack both ways: IREE reads the
 torch tensor's memory and torch owns a view of IREE's result buffer, no copy
-on either side. Other devices copy through host arrays.
+on either side. On CUDA, tensors on the device IREE runs on (cuda:0) cross
+into IREE by DLPack, and each result comes back as a new torch tensor on
+that device, copied from IREE's buffer on the GPU. Anything else is copied
+through host arrays. Results are on the device of the call's tensors.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 import atexit
 import functools
 import gc
+import logging
+import sys
 import threading
 from typing import Sequence
 
@@ -21,15 +26,28 @@ from torch.utils import dlpack
 
 DRIVERS = {"cpu": "local-task", "gfx942": "hip", "cuda": "cuda"}
 _DLPACK_CPU = 1  # DLDeviceType kDLCPU
+_DLPACK_CUDA = 2  # DLDeviceType kDLCUDA
+# The IREE CUDA driver's default device is the first CUDA device, which torch
+# calls cuda:0; both work in the device's primary context, so a device
+# pointer means the same memory to both.
+_IREE_CUDA_INDEX = 0
 # IREE imports host memory only at this alignment; torch's allocator gives
 # at least 64 bytes, but a view into a storage may start anywhere.
 _IMPORT_ALIGNMENT = 64
 _config_lock = threading.Lock()
+log = logging.getLogger("iree_bwdconv")
 
 
 @functools.cache
 def _shared_config(driver: str) -> ireert.Config:
     """One device per driver per process: each local-task device owns a thread pool."""
+    if driver == "cuda":
+        # Buffers from IREE's stream-ordered CUDA pool cannot be exported by
+        # DLPack (and IREE's own queue copy out of them ran at 3.6 GB/s on an
+        # H100); without the pool, results are plain device allocations that
+        # torch copies at the GPU's speed. The driver reads the flag when it
+        # is created, the first time in the process.
+        ireert.flags.parse_flags("--cuda_async_allocations=false")
     return ireert.Config(driver)
 
 
@@ -44,14 +62,20 @@ def device_config(target: str) -> ireert.Config:
 def _release_devices() -> None:
     """Drop every runtime object before the interpreter tears the bindings
     down; otherwise nanobind reports each still-alive object as a leak."""
-    import torch._dynamo
-
-    torch._dynamo.reset()  # compiled graphs hold loaded modules
-    from . import functional
-
-    functional.clear_cache()
+    # Only what was imported holds modules; importing anything now can fail
+    # (dynamo's reset imports inductor, functional needs torch-mlir).
+    if "iree_bwdconv.dynamo" in sys.modules:
+        torch._dynamo.reset()  # graphs compiled by our backend hold loaded modules
+    functional = sys.modules.get("iree_bwdconv.functional")
+    if functional is not None:
+        functional.clear_cache()
     _shared_config.cache_clear()
     gc.collect()
+
+
+@functools.cache
+def _warn_once(message: str) -> None:
+    log.warning("iree-bwdconv: %s", message)
 
 
 def to_numpy(tensor: torch.Tensor) -> np.ndarray:
@@ -72,12 +96,28 @@ def to_torch(array: np.ndarray) -> torch.Tensor:
 
 
 def _importable(tensor: torch.Tensor) -> bool:
-    return (
-        tensor.device.type == "cpu"
-        and tensor.is_contiguous()
-        and tensor.numel() > 0
-        and tensor.data_ptr() % _IMPORT_ALIGNMENT == 0
-    )
+    """IREE imports host memory only at 64-byte alignment, device memory as it is."""
+    if not tensor.is_contiguous() or tensor.numel() == 0:
+        return False
+    return tensor.device.type != "cpu" or tensor.data_ptr() % _IMPORT_ALIGNMENT == 0
+
+
+def device_of(args: Sequence[object]) -> torch.device:
+    """Where a call's results go: the first tensor argument off the CPU, else the CPU."""
+    for arg in args:
+        if isinstance(arg, torch.Tensor) and arg.device.type != "cpu":
+            return arg.device
+    return torch.device("cpu")
+
+
+def crosses_by_dlpack(target: str, device: torch.device) -> bool:
+    """Whether torch tensors on `device` cross into a module for `target` by
+    DLPack rather than through host arrays: the CPU's for the CPU, cuda:0's
+    for CUDA. (torch's ROCm tensors also say "cuda"; IREE's HIP driver is
+    not given them untested.)"""
+    if target == "cpu":
+        return device.type == "cpu"
+    return DRIVERS.get(target) == "cuda" and device.type == "cuda" and device.index == _IREE_CUDA_INDEX
 
 
 class LoadedModule:
@@ -93,26 +133,50 @@ class LoadedModule:
 
     def _argument(self, tensor: torch.Tensor):
         tensor = tensor.detach()
-        if self._zero_copy:
+        if crosses_by_dlpack(self.target, tensor.device):
             tensor = tensor.contiguous()
             if _importable(tensor):
+                # The capsule keeps the tensor alive until IREE releases the buffer.
                 return self.config.device.from_dlpack_capsule(dlpack.to_dlpack(tensor))
         return to_numpy(tensor)
 
-    def _result(self, array) -> torch.Tensor:
+    def _result(self, array, device: torch.device = torch.device("cpu")) -> torch.Tensor:
         if self._zero_copy and isinstance(array, ireert.DeviceArray):
             view = array._buffer_view  # the runtime's only handle on the result buffer
             if view.byte_length > 0:
-                return torch.from_dlpack(self.config.device.create_dlpack_capsule(view, _DLPACK_CPU, 0))
+                return torch.from_dlpack(self.config.device.create_dlpack_capsule(view, _DLPACK_CPU, 0)).to(device)
         if isinstance(array, ireert.DeviceArray):
             array = array.to_host()
-        return to_torch(np.asarray(array))
+        return to_torch(np.asarray(array)).to(device)
+
+    def _cuda_result(self, array, device: torch.device) -> torch.Tensor:
+        """A new torch tensor on `device`, copied from IREE's result buffer on
+        the GPU (a copy, so that torch never frees IREE's memory out of
+        IREE's order), else through host memory."""
+        if isinstance(array, ireert.DeviceArray) and array._buffer_view.byte_length > 0:
+            try:
+                capsule = self.config.device.create_dlpack_capsule(array._buffer_view, _DLPACK_CUDA, device.index)
+            except (RuntimeError, ValueError) as err:  # a pool buffer, or an element type DLPack lacks
+                _warn_once(f"CUDA results are copied through host memory: {err}")
+            else:
+                return torch.from_dlpack(capsule).clone()
+        return self._result(array, device)
 
     def __call__(self, *args: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        device = device_of(args)
+        on_cuda = not self._zero_copy and crosses_by_dlpack(self.target, device)
+        if on_cuda:
+            # IREE's queue starts at once: what torch has queued must be done.
+            torch.cuda.current_stream(device).synchronize()
         results = self._function(*(self._argument(a) for a in args))
         if not isinstance(results, (tuple, list)):
             results = (results,)
-        return tuple(self._result(r) for r in results)
+        if not on_cuda:
+            return tuple(self._result(r, device) for r in results)
+        outputs = tuple(self._cuda_result(r, device) for r in results)
+        # The copies read IREE's buffers, which are released with `results`.
+        torch.cuda.current_stream(device).synchronize()
+        return outputs
 
 
 def run(vmfb: bytes, args: Sequence[torch.Tensor], target: str = "cpu") -> tuple[torch.Tensor, ...]:
