@@ -4,8 +4,9 @@ transposes), each with and without placing the result at stride in the
 zero-filled grad_input, and IREE's own matmul of the GEMM alone; since
 2026-11-25 also ours with other tiles given to IREE (`TILES`,
 `tile_override`), the GEMM over flat positions placed by a gather of its
-own (`flat-gather1d`, `flat-gather4d`) and the GEMM reading grad_output
-copied channels-last (`wf-cl-gather`, `wf-cl-transpose`).
+own (`flat-gather1d`, `flat-gather4d`) or by an elementwise weave
+(`flat-woven`) and the GEMM reading grad_output copied channels-last
+(`wf-cl-gather`, `wf-cl-transpose`).
 
     ./dev python -m benchmarks.gemm_1x1 prepare .bench-1x1     # here
     python3 benchmarks/run_on_gpu.py .bench-1x1 results.json   # there
@@ -220,6 +221,20 @@ def _placed_by_gather(shape: Shape, dy: ir.Value, rows: ir.Value, flat: bool) ->
     return lb.expand_axis(placed, 0, sizes) if flat else placed
 
 
+def _flat_woven(shape: Shape, dy: ir.Value, w: ir.Value) -> ir.Value:
+    """The GEMM over flat positions left in f32, then one elementwise pass
+    over a [n, c, oh, s, ow, s] grid that rounds it and writes the zeros
+    (`interleave` with one part), cropped to grad_input."""
+    n, k, oh, ow = lb.sizes_of(dy)
+    init = lb.zeros([n, shape.c, oh * ow], lb.element_type("f32"))
+    rows = forms.weight_first_gemm(_row_major_tap(w), forms.collapse_range(dy, 2, 4), init)
+    if shape.stride == 1:
+        return lb.convert(lb.expand_dim(rows, 2, (oh, ow)), lb.element_type(shape.dtype))
+    grid = forms.interleave({(0, 0): lb.expand_dim(rows, 2, (oh, ow))}, [shape.stride] * 2,
+                            lb.element_type(shape.dtype))
+    return _crop(shape, grid)
+
+
 # Tiles for the strided GEMM's loops (n, c, oh, ow, f) given to IREE
 # (`tile_override`): workgroup, subgroup, reduction, threads. IREE's own
 # choice on these shapes is ([2, 128, 1, 32, 0], [2, 4, 1, 2, 0], [0, 0, 0, 0, 2], 128).
@@ -245,6 +260,7 @@ def variants(shape: Shape) -> dict[str, str]:
     return {
         **tiled,
         "flat-gather1d": _module(shape, lambda dy, w: _placed_by_gather(shape, dy, _flat_weight_first(shape, dy, w), True)),
+        "flat-woven": _module(shape, lambda dy, w: _flat_woven(shape, dy, w)),
         "flat-gather4d": _module(shape, lambda dy, w: _placed_by_gather(shape, dy, _flat_weight_first(shape, dy, w), False)),
         "wf-cl-gather": _module(shape, lambda dy, w: _weight_first_cl(shape, dy, w, True)),
         "wf-cl-transpose": _module(shape, lambda dy, w: _weight_first_cl(shape, dy, w, False)),
