@@ -5,7 +5,7 @@ op), for `check_on_gpu.py` to run on the H100 against torch's float64
 results (and, optionally, under compute-sanitizer's memcheck). CI has no
 GPU, so this is how the GPU's code is checked.
 
-    ./dev python -m benchmarks.gpu_check prepare .bench-check      # here
+    ./dev python -m benchmarks.gpu_check prepare .bench-check [PART ...]   # here (cases named with a PART)
     python3 benchmarks/check_on_gpu.py .bench-check [memcheck]     # there
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Sequence
 
 import torch
 
@@ -52,6 +52,9 @@ _LAYERS = (
     _layer("1x1_s2_h1", 8, 64, 128, (1, 59), 1, 2, 0, 1, "auto"),  # strided along w only: woven in f16/bf16
     _layer("3x3_s2_g32", 4, 256, 256, 50, 3, 2, 1, 32, "auto"),
     _layer("3x3_s2_g32_per_phase", 4, 256, 256, 50, 3, 2, 1, 32, "per-phase"),
+    _layer("3x3_s2_g4_odd_per_phase", 6, 64, 96, 29, 3, 2, 1, 4, "per-phase"),  # phases of different lengths
+    _layer("5x5_s2_g8_per_phase", 8, 64, 64, 28, 5, 2, 2, 8, "per-phase"),
+    _layer("dw3x3_s2_per_phase", 8, 64, 64, 56, 3, 2, 1, 64, "per-phase"),
     _layer("dw3x3_s2", 8, 64, 64, 56, 3, 2, 1, 64, "auto"),
     _layer("3x3_s2_c64", 8, 64, 64, 25, 3, 2, 1, 1, "auto"),
     _layer("3x3_s2_c64_per_phase", 8, 64, 64, 25, 3, 2, 1, 1, "per-phase"),
@@ -86,7 +89,8 @@ _LAYERS = (
     _layer("upstream_3x3_s2_c64", 8, 64, 64, 25, 3, 2, 1, 1, "-", kind="upstream"),
 )
 # bf16, in the forms the rule picks.
-_BF16 = ("3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1", "1x1_s2_odd", "1x1_s2_h1", "1x1_s2_g4", "3x3_s2_c3", "3x3_s2_g32", "3x3_s1_c64", "forward_1x1_s1")
+_BF16 = ("3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1", "1x1_s2_odd", "1x1_s2_h1", "1x1_s2_g4", "3x3_s2_c3", "3x3_s2_g32", "3x3_s1_c64", "forward_1x1_s1",
+         "3x3_s2_g32_per_phase", "3x3_s2_g4_odd_per_phase", "5x5_s2_g8_per_phase", "dw3x3_s2_per_phase")
 # Cases whose results IREE 3.13's CUDA code got wrong on the H100 when last
 # run, with what is known; `check_on_gpu.py` reports them apart.
 KNOWN_WRONG = {
@@ -140,16 +144,18 @@ def _mlir(case: Case) -> str:
         return functional.lowered(spec, target="cuda")
 
 
-def prepare(folder: Path) -> None:
+def prepare(folder: Path, only: Sequence[str] = ()) -> None:
+    """Every case, or those whose name holds one of `only`."""
     folder.mkdir(parents=True, exist_ok=True)
-    for case in CASES:
+    cases = [case for case in CASES if not only or any(part in case.name for part in only)]
+    for case in cases:
         flags = ("--iree-input-type=torch",) if case.kind == "upstream" else ()
         (folder / f"{case.name}.vmfb").write_bytes(pipeline.iree_compile(_mlir(case), "cuda", flags))
         print(case.name, flush=True)
     described = [dict(case._asdict(), shapes=shapes(case), arguments=arguments(case),
-                      known_wrong=KNOWN_WRONG.get(case.name)) for case in CASES]
+                      known_wrong=KNOWN_WRONG.get(case.name)) for case in cases]
     (folder / "cases.json").write_text(json.dumps(described, indent=1))
 
 
 if __name__ == "__main__":
-    prepare(Path(sys.argv[2]))
+    prepare(Path(sys.argv[2]), sys.argv[3:])
