@@ -367,3 +367,42 @@ func.func @grad_2d_s1_p1_d1_g1_f32(%arg0: !torch.vtensor<[2,4,8,8],f32>, %arg1: 
   %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,4,8,8],f32>, !torch.vtensor<[2,3,8,8],f32>, !torch.vtensor<[4,3,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,3,8,8],f32>, !torch.vtensor<[4,3,3,3],f32>, !torch.none
   return %result0, %result1 : !torch.vtensor<[2,3,8,8],f32>, !torch.vtensor<[4,3,3,3],f32>
 }
+
+// -----
+
+// Grouped (2 groups) 3x3 stride 2 in f16 on GPU targets: per-phase, in the
+// grouped convolution form [n, g, c, ..], over grad_output padded once (no
+// scatter): the 2x2, 2x1 and 1x2 phases read f16, the 1x1 phase reads f32
+// (IREE 3.13's f16 code for a grouped 1x1 convolution read out of bounds on
+// the H100). No strided insert into zeros anywhere.
+// GPU-LABEL: func.func @grad_input_2d_s2_p1_d1_g2_f16
+// GPU:         tensor<2x2x2x4x4xf32>, tensor<2x2x2x1x1xf32>
+// GPU-AUTO-LABEL: func.func @grad_input_2d_s2_p1_d1_g2_f16
+// GPU-AUTO-NOT:     [1, 1, 2, 2]
+// GPU-AUTO:         tensor.pad %{{.*}} low[0, 0, 0, 0, 0] high[0, 0, 0, 1, 1]
+// GPU-AUTO:         linalg.generic {{.*}}"reduction", "reduction", "reduction"]
+// GPU-AUTO-SAME:      ins(%{{.*}}, %{{.*}} : tensor<2x2x2x5x5xf16>, tensor<2x2x2x2x2xf16>) outs(%{{.*}} : tensor<2x2x2x4x4xf32>)
+// GPU-AUTO:         linalg.generic {{.*}}"reduction", "reduction", "reduction"]
+// GPU-AUTO-SAME:      ins(%{{.*}}, %{{.*}} : tensor<2x2x2x5x4xf16>, tensor<2x2x2x2x1xf16>)
+// GPU-AUTO:         linalg.generic {{.*}}"reduction", "reduction", "reduction"]
+// GPU-AUTO-SAME:      ins(%{{.*}}, %{{.*}} : tensor<2x2x2x4x5xf16>, tensor<2x2x2x1x2xf16>)
+// GPU-AUTO:         linalg.generic {{.*}}"reduction", "reduction", "reduction"]
+// GPU-AUTO-SAME:      ins(%{{.*}}, %{{.*}} : tensor<2x2x2x4x4xf32>, tensor<2x2x2x1x1xf32>)
+// GPU-AUTO-NOT:     [1, 1, 2, 2]
+// GPU-AUTO:         return
+
+func.func @grad_input_2d_s2_p1_d1_g2_f16(%arg0: !torch.vtensor<[2,4,4,4],f16>, %arg1: !torch.vtensor<[2,4,8,8],f16>, %arg2: !torch.vtensor<[4,2,3,3],f16>) -> !torch.vtensor<[2,4,8,8],f16> {
+  %true = torch.constant.bool true
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %int2 = torch.constant.int 2
+  %false = torch.constant.bool false
+  %none = torch.constant.none
+  %0 = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %true, %false, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int2, %4 : !torch.vtensor<[2,4,4,4],f16>, !torch.vtensor<[2,4,8,8],f16>, !torch.vtensor<[4,2,3,3],f16>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,4,8,8],f16>, !torch.none, !torch.none
+  return %result0 : !torch.vtensor<[2,4,8,8],f16>
+}

@@ -237,9 +237,25 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
     windows = _phase_windows(spec, dy, live, rows)
     one_table = targets.current() != "cpu" and max(spec.kernel) < GPU_PER_PHASE_KERNEL
     tables = tap_tables.all_tap_tables(spec, w, live) if one_table else [None] * len(live)
-    parts = {_position_residues(phases): _phase_contraction(spec, window, w, phases, rows, table)
-             for phases, window, table in zip(live, windows, tables)}
+    parts = {}
+    for phases, window, table in zip(live, windows, tables):
+        taps = w
+        if _widened_phase(spec, phases):
+            f32 = lb.element_type("f32")
+            window, taps = lb.convert(window, f32), lb.convert(w, f32)
+            table = None if table is None else lb.convert(table, f32)
+        parts[_position_residues(phases)] = _phase_contraction(spec, window, taps, phases, rows, table)
     return _weave(spec, parts, batch, "per-phase")
+
+
+def _widened_phase(spec: ConvBackwardSpec, phases: tuple[geometry.Phase, ...]) -> bool:
+    """Whether a phase of a grouped f16/bf16 per-phase form runs in f32 on
+    GPU targets: its phases of one tap, the grouped 1x1 convolution whose
+    f16 code from IREE 3.13 read out of bounds on the H100 (and grouped
+    1x1 GEMMs with 8 channels a group did not finish). Its other phases
+    keep the dtype, accumulating in f32 as the direct form does."""
+    one_tap = all(ph.taps == 1 for ph in phases)
+    return one_tap and spec.groups > 1 and targets.half_precision_on_gpu(spec.dtype)
 
 
 def _position_residues(phases: tuple[geometry.Phase, ...]) -> tuple[int, ...]:
@@ -361,14 +377,16 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     col2im on most such layers and at most 5% slower on the others
     (docs/performance.md, "Taps without a barrier").
     With 4 or fewer channels: col2im (per-phase 2x-3.5x slower). Grouped kernels
-    larger than 1x1: the direct form (g32 3x3: 8.1 ms, per-phase in f32
-    9.4).
+    larger than 1x1, in every dtype: per-phase, its 1-tap phases in f32
+    and the others in f16/bf16 (`_widened_phase`): on the H100 g32 3x3
+    5.4 ms against the direct form's 7.3 and upstream's 9.4, depthwise
+    3x3 3.2 against 3.3 (docs/performance.md, "Grouped layers per-phase
+    on GPUs"); in f32 g32 3x3 13.3 ms against the direct form's 17.4.
     In f32 on GPU targets (measured apart, docs/performance.md "f32 on
     GPUs"): an ungrouped 1x1 kernel's one phase is the CPU's matmul
     (`_one_matmul_applies`); larger ungrouped kernels take col2im, 1.4x-10x
     faster than per-phase on the four layers with more than 4 channels
-    (i2v: 2.9 ms against 28.5); grouped ones per-phase (g32 3x3: 13.3 ms
-    against the direct form's 17.4).
+    (i2v: 2.9 ms against 28.5).
     The sub-pixel form ran 1.3x to 16x slower than per-phase on 6 of 7
     shapes, so it is never picked; it is refused where the phases are not
     aligned (d/gcd(d, s) > 1).
@@ -392,10 +410,10 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     if targets.current() != "cpu":
         if one_tap:
             return "per-phase"
-        if targets.f32_on_gpu(spec.dtype):
-            return "per-phase" if spec.groups > 1 else "col2im"
         if spec.groups > 1:
-            return "direct"
+            return "per-phase"
+        if targets.f32_on_gpu(spec.dtype):
+            return "col2im"
         return "per-phase" if spec.in_channels > NARROW_CHANNELS else "col2im"
     if one_tap:
         return "per-phase"
@@ -436,12 +454,14 @@ def computes_in_f32(spec: ConvBackwardSpec, form: str) -> bool:
     f32 (`benchmarks/gpu_check.py`, docs/performance.md "Read first").
     The wrong part was the phases of one tap, convolutions of a 1x1
     kernel: as the weight-first GEMM (ungrouped phases) the form was right
-    in f16 on every layer checked, so only grouped per-phase still widens.
+    in f16 on every layer checked. Grouped per-phase widens where its one
+    live phase is all of it; with several, only its 1-tap phases widen
+    (`_widened_phase`).
     The sub-pixel form was not checked and widens. gfx942's code comes
     from the same IREE pipeline, so it is treated alike. col2im and the
     direct form were right in f16 on every layer checked and keep it."""
-    grouped_phases = form == "per-phase" and spec.groups > 1
-    return targets.half_precision_on_gpu(spec.dtype) and (form == "sub-pixel" or grouped_phases)
+    grouped_phase = form == "per-phase" and spec.groups > 1 and len(_live_phases(spec)[0]) == 1
+    return targets.half_precision_on_gpu(spec.dtype) and (form == "sub-pixel" or grouped_phase)
 
 
 def _in_f32(build: replacement.GradInputBuilder) -> replacement.GradInputBuilder:

@@ -35,8 +35,8 @@ def spec(channels: int, out_channels: int, kernel: int, stride: int, padding: in
     (8, 32, 3, 2, 1, 1, "per-phase", "col2im", "col2im"),
     (3, 8, 1, 2, 0, 1, "per-phase", "per-phase", "per-phase"),  # a 1x1 kernel: one GEMM (weight first in f16)
     (8, 8, 1, 2, 0, 4, "per-phase", "per-phase", "per-phase"),  # grouped 1x1: never the direct form on a GPU
-    (8, 8, 3, 2, 1, 4, "direct", "per-phase", "direct"),        # grouped (on the CPU group by group)
-    (8, 8, 3, 2, 1, 8, "direct", "per-phase", "direct"),        # depthwise
+    (8, 8, 3, 2, 1, 4, "per-phase", "per-phase", "direct"),     # grouped (on the CPU group by group)
+    (8, 8, 3, 2, 1, 8, "per-phase", "per-phase", "direct"),     # depthwise
 ])
 def test_form_per_target(channels, out_channels, kernel, stride, padding, groups, gpu_form, gpu_f32_form, cpu_form,
                          monkeypatch):
@@ -67,20 +67,23 @@ def _contraction_operand_types(mlir: str) -> set[str]:
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("kernel, padding, groups, form", [
-    (3, 1, 1, "per-phase"),  # four phases woven, the 1-tap one a weight-first GEMM
-    (1, 0, 4, "per-phase"),  # a grouped 1x1 kernel: one phase inserted with stride
-    (3, 1, 1, "sub-pixel"),
-    (3, 1, 1, "auto"),       # col2im, which keeps f16/bf16
-    (1, 0, 4, "auto"),       # a grouped 1x1 kernel: per-phase on GPU targets
-    (1, 0, 1, "auto"),       # per-phase on GPU targets
+@pytest.mark.parametrize("kernel, padding, groups, form, gpu_types", [
+    (3, 1, 1, "per-phase", "half"),  # four phases woven, the 1-tap one a weight-first GEMM
+    (1, 0, 4, "per-phase", "f32"),   # a grouped 1x1 kernel: one phase inserted with stride
+    (3, 1, 1, "sub-pixel", "f32"),
+    (3, 1, 1, "auto", "half"),       # col2im, which keeps f16/bf16
+    (1, 0, 4, "auto", "f32"),        # a grouped 1x1 kernel: per-phase on GPU targets
+    (1, 0, 1, "auto", "half"),       # per-phase on GPU targets
+    (3, 1, 4, "auto", "both"),       # grouped per-phase: its 1-tap phase in f32, the others f16/bf16
+    (3, 1, 64, "auto", "both"),      # depthwise: the same
 ])
-def test_gpu_half_precision_phases_run_in_f32(dtype, kernel, padding, groups, form, monkeypatch):
+def test_gpu_half_precision_phases_run_in_f32(dtype, kernel, padding, groups, form, gpu_types, monkeypatch):
     """IREE 3.13's CUDA code computed the per-phase form wrongly in f16 on the
-    H100 in its 1-tap phases (`computes_in_f32`): on GPU targets grouped
-    per-phase and sub-pixel contractions read f32 operands; ungrouped
-    per-phase, whose 1-tap phases are weight-first GEMMs, and col2im keep
-    the spec's dtype, and so does every form on the CPU."""
+    H100 in its 1-tap phases (`computes_in_f32`): on GPU targets the
+    grouped 1-tap phases and sub-pixel contractions read f32 operands;
+    ungrouped per-phase, whose 1-tap phases are weight-first GEMMs, the
+    other grouped phases and col2im keep the spec's dtype, and so does
+    every form on the CPU."""
     monkeypatch.setenv(phases.FORM_VARIABLE, form)
     out = geometry.conv_output_size(16, kernel, 2, padding, 1)
     dy, x = torch.zeros(2, 64, out, out, dtype=dtype), torch.zeros(2, 64, 16, 16, dtype=dtype)
@@ -88,13 +91,17 @@ def test_gpu_half_precision_phases_run_in_f32(dtype, kernel, padding, groups, fo
     configuration = functional.spec_of(dy, x, w, None, [2, 2], [padding] * 2, [1, 1], False, [0, 0], groups,
                                        [True, False, False])
     name = {torch.float16: "f16", torch.bfloat16: "bf16"}[dtype]
+    expected = {"half": {name}, "f32": {"f32"}, "both": {name, "f32"}}
     for target in ("cuda", "gfx942", "cpu"):
         with targets.lowering_for(target):
             chosen = phases.choose_form(configuration)
             widened = phases.computes_in_f32(configuration, chosen)
-        assert widened == (target != "cpu" and (chosen == "sub-pixel" or (chosen == "per-phase" and groups > 1)))
+        assert widened == (target != "cpu" and gpu_types == "f32")
+        if target == "cpu" and chosen == "direct":
+            continue  # the convolution_backward pattern's, in the spec's dtype (test_validation)
         operand_types = _contraction_operand_types(functional.lowered(configuration, target=target))
-        assert operand_types == ({"f32"} if widened else {name}), (target, chosen, operand_types)
+        want = expected[gpu_types] if target != "cpu" else {name}
+        assert operand_types == want, (target, chosen, operand_types)
 
 
 def _operand_sizes(contraction: str) -> list[list[str]]:
@@ -136,6 +143,7 @@ def test_gpu_one_tap_kernels_avoid_the_half_precision_convolution(stride, groups
 
 
 @pytest.mark.parametrize("kernel, padding, groups, form, stride", [
+    (3, 1, 4, "auto", 2), (3, 1, 4, "auto", 3), (5, 2, 16, "auto", 2),  # grouped per-phase, 1-tap phases in f32
     (3, 1, 1, "per-phase", 2), (3, 1, 1, "per-phase", 3), (1, 0, 4, "auto", 2), (1, 0, 1, "auto", 2), (1, 1, 2, "auto", 3),
     (1, 0, 1, "auto", 1), (3, 1, 1, "sub-pixel", 2),
 ])
