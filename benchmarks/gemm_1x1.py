@@ -5,8 +5,10 @@ zero-filled grad_input, and IREE's own matmul of the GEMM alone; since
 2026-11-25 also ours with other tiles given to IREE (`TILES`,
 `tile_override`), the GEMM over flat positions placed by a gather of its
 own (`flat-gather1d`, `flat-gather4d`) or by an elementwise weave
-(`flat-woven`) and the GEMM reading grad_output copied channels-last
-(`wf-cl-gather`, `wf-cl-transpose`).
+(`flat-woven`), the GEMM reading grad_output copied channels-last
+(`wf-cl-gather`, `wf-cl-transpose`), and ours without its zero fill or
+its tap's gather (`ours-no-fill`, `ours-no-gather`, `ours-neither`;
+timing only).
 
     ./dev python -m benchmarks.gemm_1x1 prepare .bench-1x1     # here
     python3 benchmarks/run_on_gpu.py .bench-1x1 results.json   # there
@@ -235,6 +237,21 @@ def _flat_woven(shape: Shape, dy: ir.Value, w: ir.Value) -> ir.Value:
     return _crop(shape, grid)
 
 
+def _ours_without(shape: Shape, dy: ir.Value, w: ir.Value, fill: bool, gather: bool) -> ir.Value:
+    """Ours (the weight-first GEMM, its result rounded and inserted with
+    stride into zeros) without the zero fill of grad_input (`fill`: the
+    insert goes into an empty tensor) or without the tap's gather
+    (`gather`: the weight's bytes reshaped to [c, f], not transposed).
+    Timing only: neither computes grad_input."""
+    n, k, oh, ow = lb.sizes_of(dy)
+    taps = _row_major_tap(w) if gather else lb.expand_axis(forms.collapse_range(w, 0, 4), 0, [shape.c, k])
+    init = lb.zeros([n, shape.c, oh, ow], lb.element_type("f32"))
+    rows = lb.convert(forms.weight_first_gemm(taps, dy, init), lb.element_type(shape.dtype))
+    sizes, elem = [n, shape.c, *shape.hw], lb.element_type(shape.dtype)
+    into = lb.zeros(sizes, elem) if fill else tensor.EmptyOp(sizes, elem).result
+    return lb.insert_strided(rows, into, [0, 0, 0, 0], [1, 1, shape.stride, shape.stride])
+
+
 # Tiles for the strided GEMM's loops (n, c, oh, ow, f) given to IREE
 # (`tile_override`): workgroup, subgroup, reduction, threads. IREE's own
 # choice on these shapes is ([2, 128, 1, 32, 0], [2, 4, 1, 2, 0], [0, 0, 0, 0, 2], 128).
@@ -261,6 +278,9 @@ def variants(shape: Shape) -> dict[str, str]:
         **tiled,
         "flat-gather1d": _module(shape, lambda dy, w: _placed_by_gather(shape, dy, _flat_weight_first(shape, dy, w), True)),
         "flat-woven": _module(shape, lambda dy, w: _flat_woven(shape, dy, w)),
+        "ours-no-fill": _module(shape, lambda dy, w: _ours_without(shape, dy, w, False, True)),
+        "ours-no-gather": _module(shape, lambda dy, w: _ours_without(shape, dy, w, True, False)),
+        "ours-neither": _module(shape, lambda dy, w: _ours_without(shape, dy, w, False, False)),
         "flat-gather4d": _module(shape, lambda dy, w: _placed_by_gather(shape, dy, _flat_weight_first(shape, dy, w), False)),
         "wf-cl-gather": _module(shape, lambda dy, w: _weight_first_cl(shape, dy, w, True)),
         "wf-cl-transpose": _module(shape, lambda dy, w: _weight_first_cl(shape, dy, w, False)),
