@@ -4,7 +4,8 @@ through `iree_bwdconv.runtime.LoadedModule` with torch tensors on cuda:0
 the CPU (copied through host arrays). Checks that the two agree bit for
 bit, that both are within tolerance of torch's float64 gradients, that the
 results live on the inputs' device and keep their values when the module
-runs again, and that IREE reads what torch wrote just before the call;
+runs again, and that IREE reads what torch wrote just before the call
+(and a strided view, which the runtime copies to contiguous memory);
 then times a call each way (host clock, the GPU synchronized around each
 call), the module alone on the imported tensors (its results dropped, not
 copied) and torch eager. Needs python3 with torch, ml_dtypes and
@@ -72,6 +73,9 @@ def measure(folder: Path, entry: dict) -> dict:
     # Written by torch just before the call: IREE must wait for it.
     doubled_cuda = module(on_cuda[0] * 2, *on_cuda[1:])
     doubled_host = module(on_host[0] * 2, *on_host[1:])
+    # A strided view: the runtime's own copy to contiguous memory must be done before IREE reads it.
+    strided = on_cuda[0].transpose(-1, -2).contiguous().transpose(-1, -2)
+    from_strided = module(strided, *on_cuda[1:])
     tolerance = 1e-4 if spec["dtype"] == "f32" else 2e-2
     errors = [_relative_error(r, ref) for r, ref in zip(cuda_results, _reference(spec, on_host))]
     eager = lambda: torch.ops.aten.convolution_backward(  # noqa: E731
@@ -83,6 +87,7 @@ def measure(folder: Path, entry: dict) -> dict:
         "same_as_host_path": all(torch.equal(a.cpu(), b) for a, b in zip(cuda_results, host_results)),
         "kept_values": all(torch.equal(a.cpu(), b) for a, b in zip(cuda_results, kept)),
         "reads_torch_writes": all(torch.equal(a.cpu(), b) for a, b in zip(doubled_cuda, doubled_host)),
+        "reads_strided_views": all(torch.equal(a.cpu(), b) for a, b in zip(from_strided, host_results)),
         "relative_errors": errors,
         "within_tolerance": all(e <= tolerance for e in errors),
         "result_mb": sum(r.numel() * r.element_size() for r in cuda_results) / 1e6,

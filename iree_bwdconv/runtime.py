@@ -166,7 +166,9 @@ class LoadedModule:
         device = device_of(args)
         on_cuda = not self._zero_copy and crosses_by_dlpack(self.target, device)
         if on_cuda:
-            # IREE's queue starts at once: what torch has queued must be done.
+            # IREE's queue starts at once: what torch has queued must be
+            # done, the copies that make arguments contiguous among it.
+            args = tuple(a.detach().contiguous() for a in args)
             torch.cuda.current_stream(device).synchronize()
         results = self._function(*(self._argument(a) for a in args))
         if not isinstance(results, (tuple, list)):
