@@ -11,6 +11,7 @@ import torch
 
 import iree_bwdconv
 from iree_bwdconv import functional, reference
+from iree_bwdconv.spec import ConvBackwardSpec
 
 from .registry import ConvBackwardCase
 
@@ -41,7 +42,7 @@ def run_and_compare(case: ConvBackwardCase, tensors=None, target: str = "cpu") -
     return comparisons
 
 
-def spec_of(case: ConvBackwardCase):
+def spec_of(case: ConvBackwardCase) -> ConvBackwardSpec:
     return functional.spec_of(*case.tensors(), *case.arguments(), dynamic_batch=case.dynamic_batch)
 
 
@@ -73,7 +74,7 @@ def assert_compiles_for(case: ConvBackwardCase, target: str) -> None:
     assert any(EXECUTABLE_FORMATS[target] in name for name in embedded) == computes, embedded
 
 
-def some_tap_reads_data(spec) -> bool:
+def some_tap_reads_data(spec: ConvBackwardSpec) -> bool:
     """Whether, in every spatial dim, some window o and tap k of the
     forward convolution read `o*s + k*d - p` inside its input (the
     transposed convolution's output when transposed): else every product

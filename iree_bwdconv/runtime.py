@@ -164,7 +164,7 @@ class LoadedModule:
 
     def __call__(self, *args: torch.Tensor) -> tuple[torch.Tensor, ...]:
         device = device_of(args)
-        on_cuda = not self._zero_copy and crosses_by_dlpack(self.target, device)
+        on_cuda = device.type == "cuda" and crosses_by_dlpack(self.target, device)
         if on_cuda:
             # IREE's queue starts at once: what torch has queued must be
             # done, the copies that make arguments contiguous among it.
