@@ -152,6 +152,8 @@ FORMS = {
     # the contraction with one image per partial sum where the split gives one
     "contraction": (False, None, {(gradients, "HALF_STRIDED_MIN_IMAGES"): 1}),
     "contraction-2img": (False, None, {(gradients, "HALF_STRIDED_MIN_IMAGES"): 2}),
+    # grouped: the contraction in its own dtype, never read as f32 (`grouped_contraction_widened`)
+    "contraction-unwidened": (False, None, {(gradients, "grouped_contraction_widened"): lambda spec: False}),
     "im2col": (True, None, {}),
     "stride-phase": (False, _by_stride_phase, {}),
     "flat": (False, _flat(None), {}),

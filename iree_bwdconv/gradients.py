@@ -118,8 +118,8 @@ GPU_HALF_CONTRACTION_MIN_POSITIONS = 1024
 
 def grad_weight_by_im2col(spec: ConvBackwardSpec) -> bool:
     """The form of grad_weight for the current target: im2col + matmul on the
-    CPU, for grouped convolutions, in f32 on GPU targets, and in f16/bf16
-    for kernels with a dim of 1 (`half_precision_contraction_wrong`;
+    CPU, for grouped convolutions outside `grouped_contraction_applies`, in
+    f32 on GPU targets, and in f16/bf16 for kernels with a dim of 1 (`half_precision_contraction_wrong`;
     ungrouped 1x1 kernels take `weight_rows` instead where it applies).
     Other f16/bf16 weight gradients on GPU targets are one contraction split
     by images, unless the images split into too few partial sums, or the
@@ -127,8 +127,10 @@ def grad_weight_by_im2col(spec: ConvBackwardSpec) -> bool:
     kernel is unstrided, or strided over fewer than
     GPU_HALF_CONTRACTION_MIN_POSITIONS positions per image: those take the
     split im2col matmul."""
-    if targets.current() == "cpu" or spec.groups > 1:
-        return True  # grouped: the contraction did not finish a 45 s benchmark (3x3 g32 c256 200x200)
+    if targets.current() == "cpu":
+        return True
+    if spec.groups > 1:
+        return not grouped_contraction_applies(spec)
     if not targets.half_precision_on_gpu(spec.dtype):
         # f32 on the H100: the contraction ran slower on 30 of 32 layers,
         # 1.5x-16x on 28 (1x1 c1024 k2048 50x50 at stride 2: 355 ms against
@@ -146,6 +148,40 @@ def grad_weight_by_im2col(spec: ConvBackwardSpec) -> bool:
     if all(s == 1 for s in spec.stride):
         return True  # the kernel is wider than 1x1 here: 1x1 ones are `half_precision_contraction_wrong`
     return math.prod(_windows(spec)) < GPU_HALF_CONTRACTION_MIN_POSITIONS
+
+
+# Grouped weight gradients on GPU targets take the contraction split by
+# images where every group has at least GROUPED_CONTRACTION_MIN_CHANNELS
+# input and output channels, in f16/bf16 widened to f32 below
+# GROUPED_HALF_MIN_CHANNELS. On the H200 (docs/performance.md, "Grouped
+# weight gradients by contraction"): ms against im2col's, 3x3 s2 g32 c256
+# 200x200 n32 (8 channels a group) 9.97 against 15.5 widened from f16, 8.25
+# against 18.9 in f32, at stride 1 (56x56) 2.24 against 5.22 widened; g8
+# c128 56x56 n16 (16 a group) 0.215 against 0.74 in f16, g4 c64 29x29 n8
+# 0.068 against 0.109 in bf16. In f16 without widening the g32 layers did
+# not finish a 45 s benchmark (IREE's MMA tiles of 16 over 8 channels).
+# Narrower groups (depthwise), 1-wide kernels and transposed layers were
+# not measured and keep im2col.
+GROUPED_CONTRACTION_MIN_CHANNELS = 8
+GROUPED_HALF_MIN_CHANNELS = 16
+
+
+def _channels_per_group(spec: ConvBackwardSpec) -> int:
+    return min(spec.in_channels, spec.out_channels) // spec.groups
+
+
+def grouped_contraction_applies(spec: ConvBackwardSpec) -> bool:
+    """Whether a grouped weight gradient takes the contraction split by
+    images (GPU targets; see GROUPED_CONTRACTION_MIN_CHANNELS)."""
+    return (spec.groups > 1 and targets.current() != "cpu" and not spec.transposed
+            and all(k > 1 for k in spec.kernel) and _channels_per_group(spec) >= GROUPED_CONTRACTION_MIN_CHANNELS
+            and image_split(spec) > 1)
+
+
+def grouped_contraction_widened(spec: ConvBackwardSpec) -> bool:
+    """Whether that contraction reads its f16/bf16 operands as f32."""
+    return (grouped_contraction_applies(spec) and targets.half_precision_on_gpu(spec.dtype)
+            and _channels_per_group(spec) < GROUPED_HALF_MIN_CHANNELS)
 
 
 def half_precision_contraction_wrong(spec: ConvBackwardSpec) -> bool:
@@ -306,6 +342,8 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
     dy = lb.expand_dim(grad_output, 1, (groups, f_out))
     plain, windowed = (x, dy) if spec.transposed else (dy, x)
     if not by_im2col:
+        if grouped_contraction_widened(spec):
+            plain, windowed = (lb.convert(v, lb.element_type(ACCUMULATOR)) for v in (plain, windowed))
         return grad_weight_contraction(spec, plain, windowed, rows, columns)
 
     out_sizes = [*([groups] if groups > 1 else []), rows, columns * math.prod(taps)]

@@ -348,3 +348,38 @@ def test_cpu_grad_weight_im2col_layout(batch, channels, out_channels, size, kern
                                   grad_output_shape=(None, *configuration.grad_output_shape[1:]))
     with targets.lowering_for("cpu"):
         assert not gradients.im2col_columns_first(dynamic)
+
+
+@pytest.mark.parametrize("channels, groups, kernel, transposed, dtype, form", [
+    (256, 32, 3, False, torch.float16, "widened"),      # 8 channels a group: IREE's f16 MMA code did not finish
+    (256, 32, 3, False, torch.bfloat16, "widened"),
+    (256, 32, 3, False, torch.float32, "contraction"),
+    (128, 8, 3, False, torch.float16, "contraction"),   # 16 a group
+    (64, 4, 3, False, torch.bfloat16, "contraction"),
+    (64, 16, 3, False, torch.float16, "im2col"),        # 4 a group: unmeasured
+    (64, 64, 3, False, torch.float16, "im2col"),        # depthwise
+    (256, 32, 1, False, torch.float16, "im2col"),       # a 1-wide kernel
+    (256, 32, 3, True, torch.float16, "im2col"),        # transposed
+])
+def test_gpu_grouped_weight_gradient_forms(channels, groups, kernel, transposed, dtype, form):
+    """Grouped weight gradients on GPU targets at n32 (stride 2, 56x56):
+    the contraction split by images where each group has 8+ channels, its
+    f16/bf16 operands read as f32 below 16; im2col elsewhere and on the CPU."""
+    x = torch.zeros(32, channels, 56, 56, dtype=dtype)
+    if transposed:
+        w = torch.zeros(channels, channels // groups, kernel, kernel, dtype=dtype)
+        out = geometry.transposed_output_size(56, kernel, 2, kernel // 2, 1, 1)
+    else:
+        w = torch.zeros(channels, channels // groups, kernel, kernel, dtype=dtype)
+        out = geometry.conv_output_size(56, kernel, 2, kernel // 2, 1)
+    dy = torch.zeros(32, channels, out, out, dtype=dtype)
+    configuration = functional.spec_of(dy, x, w, None, [2, 2], [kernel // 2] * 2, [1, 1], transposed,
+                                       [1, 1] if transposed else [0, 0], groups, [False, True, False])
+    for target in ("cuda", "gfx942"):
+        with targets.lowering_for(target):
+            taken = ("im2col" if gradients.grad_weight_by_im2col(configuration)
+                     else "widened" if gradients.grouped_contraction_widened(configuration) else "contraction")
+            assert taken == form, target
+    with targets.lowering_for("cpu"):
+        assert gradients.grad_weight_by_im2col(configuration)
+        assert not gradients.grouped_contraction_applies(configuration)

@@ -7,6 +7,7 @@ images; any ungrouped kernel here, 1x1 ones in the lowering)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -16,12 +17,14 @@ from e2e_tests.harness import run_and_compare, some_tap_reads_data, spec_of
 from e2e_tests.registry import CASES
 from iree_bwdconv import functional, geometry, gradients, weight_rows
 
-# Grouped weight gradients always take the im2col form (gradients.grad_weight_by_im2col).
-# Cases whose every read is padding have a zero weight gradient and nothing to split.
+# `weight_rows` is for ungrouped kernels; grouped ones take the contraction on
+# GPU targets where `gradients.grouped_contraction_applies`, forced here on
+# every grouped case. Cases whose every read is padding have a zero weight
+# gradient and nothing to split.
 FORMS_OF_CASES = [(name, form) for name, case in CASES.items()
                   if case.output_mask[1] and some_tap_reads_data(spec_of(case))
-                  for form in ("im2col", "contraction", "rows") if form == "im2col" or case.groups == 1
-                  if form != "rows" or not (case.transposed or case.dynamic_batch)]
+                  for form in ("im2col", "contraction", "rows")
+                  if form != "rows" or not (case.groups > 1 or case.transposed or case.dynamic_batch)]
 MIN_CHUNK, TARGET = 3, 1 << 30
 
 
@@ -61,6 +64,26 @@ def test_split_weight_gradient_matches_eager_float64(name: str, form: str, gpu_f
         assert "tensor<?x" in text
     elif split > 1:  # a reduction too short for 2 chunks stays whole
         assert f"tensor<{split}x" in text, (split, text)
+    run_and_compare(case)
+
+
+HALF_GROUPED_CASES = [name for name, form in FORMS_OF_CASES
+                      if form == "contraction" and CASES[name].groups > 1 and CASES[name].dtype in ("f16", "bf16")]
+
+
+@pytest.mark.parametrize("name", HALF_GROUPED_CASES)
+def test_widened_grouped_contraction_matches_eager_float64(name: str, gpu_forms_split_small, monkeypatch) -> None:
+    """The grouped contraction with its f16/bf16 operands read as f32
+    (`gradients.grouped_contraction_widened`), forced on every such case."""
+    case = CASES[name]
+    monkeypatch.setattr(gradients, "grad_weight_by_im2col", lambda spec: False)
+    monkeypatch.setattr(gradients, "grouped_contraction_widened", lambda spec: True)
+    weight_only = dataclasses.replace(spec_of(case), output_mask=(False, True, False))
+    text = gpu_forms_split_small(weight_only, None, "cuda")
+    operand_types = [line.split(" ins(")[1].split(") outs(")[0].split(" : ")[1] for line in text.splitlines()
+                     if "linalg.generic" in line and "reduction" in line and " ins(" in line]
+    contractions = [types for types in operand_types if types.count("tensor<") == 2]
+    assert contractions and all(case.dtype not in types for types in contractions), operand_types
     run_and_compare(case)
 
 
