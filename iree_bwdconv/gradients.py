@@ -151,18 +151,17 @@ def grad_weight_by_im2col(spec: ConvBackwardSpec) -> bool:
 
 
 # Grouped weight gradients on GPU targets take the contraction split by
-# images where every group has at least GROUPED_CONTRACTION_MIN_CHANNELS
-# input and output channels, in f16/bf16 widened to f32 below
-# GROUPED_HALF_MIN_CHANNELS. On the H200 (docs/performance.md, "Grouped
-# weight gradients by contraction"): ms against im2col's, 3x3 s2 g32 c256
-# 200x200 n32 (8 channels a group) 9.97 against 15.5 widened from f16, 8.25
-# against 18.9 in f32, at stride 1 (56x56) 2.24 against 5.22 widened; g8
-# c128 56x56 n16 (16 a group) 0.215 against 0.74 in f16, g4 c64 29x29 n8
-# 0.068 against 0.109 in bf16. In f16 without widening the g32 layers did
-# not finish a 45 s benchmark (IREE's MMA tiles of 16 over 8 channels).
-# Narrower groups (depthwise), 1-wide kernels and transposed layers were
-# not measured and keep im2col.
-GROUPED_CONTRACTION_MIN_CHANNELS = 8
+# images, its f16/bf16 operands read as f32 below GROUPED_HALF_MIN_CHANNELS
+# channels a group. On the H200 (docs/performance.md, "Grouped weight
+# gradients by contraction"; ms against im2col's): 3x3 s2 g32 c256 200x200
+# n32 (8 channels a group) 9.99 against 15.5 widened from f16, 8.42
+# against 18.7 in f32; g8 c128 56x56 n16 (16 a group) 0.237 against 0.635
+# in f16; ResNeXt-50's 4 a group (g32 c128 56x56 n32) 0.97 against 2.72 at
+# stride 1; depthwise c64 56x56 0.40 against 1.61. In f16 without widening
+# the 8-channel layers did not finish a 45 s benchmark (IREE's MMA tiles of
+# 16 over 8 channels). 1-wide kernels and transposed layers were not
+# measured and keep im2col, and so does gfx942: IREE 3.13 did not compile
+# the g32 layer's contraction for it (1.3 GB of workgroup memory asked for).
 GROUPED_HALF_MIN_CHANNELS = 16
 
 
@@ -172,10 +171,9 @@ def _channels_per_group(spec: ConvBackwardSpec) -> int:
 
 def grouped_contraction_applies(spec: ConvBackwardSpec) -> bool:
     """Whether a grouped weight gradient takes the contraction split by
-    images (GPU targets; see GROUPED_CONTRACTION_MIN_CHANNELS)."""
-    return (spec.groups > 1 and targets.current() != "cpu" and not spec.transposed
-            and all(k > 1 for k in spec.kernel) and _channels_per_group(spec) >= GROUPED_CONTRACTION_MIN_CHANNELS
-            and image_split(spec) > 1)
+    images (CUDA; see GROUPED_HALF_MIN_CHANNELS)."""
+    return (spec.groups > 1 and targets.current() == "cuda" and not spec.transposed
+            and all(k > 1 for k in spec.kernel) and image_split(spec) > 1)
 
 
 def grouped_contraction_widened(spec: ConvBackwardSpec) -> bool:
