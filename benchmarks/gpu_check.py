@@ -56,6 +56,12 @@ _LAYERS = (
     _layer("5x5_s2_g8_per_phase", 8, 64, 64, 28, 5, 2, 2, 8, "per-phase"),
     _layer("dw3x3_s2_per_phase", 8, 64, 64, 56, 3, 2, 1, 64, "per-phase"),
     _layer("dw3x3_s2", 8, 64, 64, 56, 3, 2, 1, 64, "auto"),
+    # grouped weight gradients by contraction: in f16/bf16 as they are from
+    # 16 channels a group (stride 1; 32 at an odd size), read as f32 below
+    _layer("3x3_s1_g4", 8, 64, 64, 28, 3, 1, 1, 4, "auto"),
+    _layer("3x3_s2_g2_odd", 6, 64, 96, 29, 3, 2, 1, 2, "auto"),
+    _layer("3x3_s1_g32_c128", 8, 128, 128, 28, 3, 1, 1, 32, "auto"),
+    _layer("dw3x3_s1", 8, 64, 64, 28, 3, 1, 1, 64, "auto"),
     _layer("3x3_s2_c64", 8, 64, 64, 25, 3, 2, 1, 1, "auto"),
     _layer("3x3_s2_c64_per_phase", 8, 64, 64, 25, 3, 2, 1, 1, "per-phase"),
     _layer("3x3_s2_c64_direct", 8, 64, 64, 25, 3, 2, 1, 1, "direct"),
@@ -90,7 +96,8 @@ _LAYERS = (
 )
 # bf16, in the forms the rule picks.
 _BF16 = ("3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1", "1x1_s2_odd", "1x1_s2_h1", "1x1_s2_g4", "3x3_s2_c3", "3x3_s2_g32", "3x3_s1_c64", "forward_1x1_s1",
-         "3x3_s2_g32_per_phase", "3x3_s2_g4_odd_per_phase", "5x5_s2_g8_per_phase", "dw3x3_s2_per_phase")
+         "3x3_s2_g32_per_phase", "3x3_s2_g4_odd_per_phase", "5x5_s2_g8_per_phase", "dw3x3_s2_per_phase",
+         "3x3_s1_g4", "3x3_s1_g32_c128")
 # Cases whose results IREE 3.13's CUDA code got wrong on the H100 when last
 # run, with what is known; `check_on_gpu.py` reports them apart.
 KNOWN_WRONG = {
