@@ -119,8 +119,9 @@ GPU_HALF_CONTRACTION_MIN_POSITIONS = 1024
 def grad_weight_by_im2col(spec: ConvBackwardSpec) -> bool:
     """The form of grad_weight for the current target: im2col + matmul on the
     CPU, for grouped convolutions outside `grouped_contraction_applies`, in
-    f32 on GPU targets, and in f16/bf16 for kernels with a dim of 1 (`half_precision_contraction_wrong`;
-    ungrouped 1x1 kernels take `weight_rows` instead where it applies).
+    f32 on GPU targets, and in f16/bf16 for kernels with a dim of 1
+    (`half_precision_contraction_wrong`; ungrouped 1x1 kernels take
+    `weight_rows` instead where it applies).
     Other f16/bf16 weight gradients on GPU targets are one contraction split
     by images, unless the images split into too few partial sums, or the
     weight has at least GPU_IM2COL_MIN_WEIGHT_STRIDE_1 elements and the
@@ -150,8 +151,8 @@ def grad_weight_by_im2col(spec: ConvBackwardSpec) -> bool:
     return math.prod(_windows(spec)) < GPU_HALF_CONTRACTION_MIN_POSITIONS
 
 
-# Grouped weight gradients on GPU targets take the contraction split by
-# images, its f16/bf16 operands read as f32 below GROUPED_HALF_MIN_CHANNELS
+# Grouped weight gradients for CUDA take the contraction split by images,
+# its f16/bf16 operands read as f32 below GROUPED_HALF_MIN_CHANNELS
 # channels a group. On the H200 (docs/performance.md, "Grouped weight
 # gradients by contraction"; ms against im2col's): 3x3 s2 g32 c256 200x200
 # n32 (8 channels a group) 9.99 against 15.5 widened from f16, 8.42
