@@ -166,10 +166,6 @@ def grad_weight_by_im2col(spec: ConvBackwardSpec) -> bool:
 GROUPED_HALF_MIN_CHANNELS = 16
 
 
-def _channels_per_group(spec: ConvBackwardSpec) -> int:
-    return min(spec.in_channels, spec.out_channels) // spec.groups
-
-
 def grouped_contraction_applies(spec: ConvBackwardSpec) -> bool:
     """Whether a grouped weight gradient takes the contraction split by
     images (CUDA; see GROUPED_HALF_MIN_CHANNELS)."""
@@ -180,7 +176,7 @@ def grouped_contraction_applies(spec: ConvBackwardSpec) -> bool:
 def grouped_contraction_widened(spec: ConvBackwardSpec) -> bool:
     """Whether that contraction reads its f16/bf16 operands as f32."""
     return (grouped_contraction_applies(spec) and targets.half_precision_on_gpu(spec.dtype)
-            and _channels_per_group(spec) < GROUPED_HALF_MIN_CHANNELS)
+            and min(_rows_columns(spec)) < GROUPED_HALF_MIN_CHANNELS)
 
 
 def half_precision_contraction_wrong(spec: ConvBackwardSpec) -> bool:
