@@ -43,7 +43,8 @@ def _output(index: int, like: torch.Tensor) -> torch.Tensor:
 def _reference(case: dict, dy: torch.Tensor, x: torch.Tensor, w: torch.Tensor) -> dict[str, torch.Tensor]:
     dy, x, w = (t.cuda().double() for t in (dy, x, w))
     if case["kind"] == "forward":
-        return {"result": torch.nn.functional.conv2d(x, w, None, case["stride"], case["padding"], 1, case["groups"])}
+        dilation = case.get("dilation", 1)
+        return {"result": torch.nn.functional.conv2d(x, w, None, case["stride"], case["padding"], dilation, case["groups"])}
     grad_input, grad_weight, _ = torch.ops.aten.convolution_backward(dy, x, w, *case["arguments"])
     return {"grad_input": grad_input, "grad_weight": grad_weight}
 

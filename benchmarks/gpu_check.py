@@ -36,10 +36,12 @@ class Case(NamedTuple):
     form: str  # "auto": the rule's
     dtype: str
     kind: str = "backward"  # or "transposed" (transposed=True), "forward", or "upstream" (IREE's torch input)
+    dilation: int = 1
 
 
-def _layer(name: str, n: int, c: int, k: int, hw: int, kernel: int | tuple[int, int], *rest, **kind) -> tuple:
-    return (name, n, c, k, hw, (kernel, kernel) if isinstance(kernel, int) else kernel, *rest), kind
+def _layer(name: str, n: int, c: int, k: int, hw: int, kernel: int | tuple[int, int], *rest, **keywords) -> tuple:
+    """A case's fields before its dtype, and its keywords (kind, dilation)."""
+    return (name, n, c, k, hw, (kernel, kernel) if isinstance(kernel, int) else kernel, *rest), keywords
 
 
 _LAYERS = (
@@ -62,6 +64,11 @@ _LAYERS = (
     _layer("3x3_s2_g2_odd", 6, 64, 96, 29, 3, 2, 1, 2, "auto"),
     _layer("3x3_s1_g32_c128", 8, 128, 128, 28, 3, 1, 1, 32, "auto"),
     _layer("dw3x3_s1", 8, 64, 64, 28, 3, 1, 1, 64, "auto"),
+    # dilated: gcd(s, d) = 2 leaves one live phase of nine taps and three
+    # empty ones; at s2 d3 a phase has two taps d apart, another one tap
+    _layer("3x3_s2_d2", 8, 64, 64, 28, 3, 2, 2, 1, "auto", dilation=2),
+    _layer("3x3_s2_d2_g4", 8, 64, 64, 28, 3, 2, 2, 4, "auto", dilation=2),
+    _layer("3x3_s2_d3_g4", 8, 64, 64, 29, 3, 2, 3, 4, "auto", dilation=3),
     _layer("3x3_s2_c64", 8, 64, 64, 25, 3, 2, 1, 1, "auto"),
     _layer("3x3_s2_c64_per_phase", 8, 64, 64, 25, 3, 2, 1, 1, "per-phase"),
     _layer("3x3_s2_c64_direct", 8, 64, 64, 25, 3, 2, 1, 1, "direct"),
@@ -97,7 +104,7 @@ _LAYERS = (
 # bf16, in the forms the rule picks.
 _BF16 = ("3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1", "1x1_s2_odd", "1x1_s2_h1", "1x1_s2_g4", "3x3_s2_c3", "3x3_s2_g32", "3x3_s1_c64", "forward_1x1_s1",
          "3x3_s2_g32_per_phase", "3x3_s2_g4_odd_per_phase", "5x5_s2_g8_per_phase", "dw3x3_s2_per_phase",
-         "3x3_s1_g4", "3x3_s1_g32_c128")
+         "3x3_s1_g4", "3x3_s1_g32_c128", "3x3_s2_d2_g4", "3x3_s2_d3_g4")
 # Cases whose results IREE 3.13's CUDA code got wrong on the H100 when last
 # run, with what is known; `check_on_gpu.py` reports them apart.
 KNOWN_WRONG = {
@@ -105,8 +112,8 @@ KNOWN_WRONG = {
     "upstream_1x1_s1_f16": "IREE's own lowering of torch's convolution_backward: both gradients wrong",
     "upstream_1x1_s2_f16": "IREE's own lowering of torch's convolution_backward: both gradients wrong",
 }
-CASES = [Case(f"{fields[0]}_{dtype}", *fields[1:], dtype, **kind)
-         for dtype in ("f32", "f16", "bf16") for fields, kind in _LAYERS
+CASES = [Case(f"{fields[0]}_{dtype}", *fields[1:], dtype, **keywords)
+         for dtype in ("f32", "f16", "bf16") for fields, keywords in _LAYERS
          if dtype != "bf16" or fields[0] in _BF16]
 
 _DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
@@ -116,17 +123,19 @@ def shapes(case: Case) -> dict[str, list[int]]:
     """dy, x and w: the result of the forward (or transposed) convolution, its input and its weight."""
     sizes = (case.hw, case.hw) if isinstance(case.hw, int) else tuple(case.hw)
     if case.kind == "transposed":
-        out = [(size - 1) * case.stride - 2 * case.padding + k for size, k in zip(sizes, case.kernel)]
+        out = [(size - 1) * case.stride - 2 * case.padding + case.dilation * (k - 1) + 1
+               for size, k in zip(sizes, case.kernel)]
         w = [case.c, case.k // case.groups, *case.kernel]
     else:
-        out = [geometry.conv_output_size(size, k, case.stride, case.padding, 1) for size, k in zip(sizes, case.kernel)]
+        out = [geometry.conv_output_size(size, k, case.stride, case.padding, case.dilation)
+               for size, k in zip(sizes, case.kernel)]
         w = [case.k, case.c // case.groups, *case.kernel]
     return {"dy": [case.n, case.k, *out], "x": [case.n, case.c, *sizes], "w": w}
 
 
 def arguments(case: Case) -> list:
     """aten.convolution_backward's arguments after dy, x and w (grad_input and grad_weight)."""
-    return [None, [case.stride] * 2, [case.padding] * 2, [1, 1], case.kind == "transposed", [0, 0], case.groups,
+    return [None, [case.stride] * 2, [case.padding] * 2, [case.dilation] * 2, case.kind == "transposed", [0, 0], case.groups,
             [True, True, False]]
 
 
@@ -136,7 +145,8 @@ class _Forward(torch.nn.Module):
         self.case = case
 
     def forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        return torch.nn.functional.conv2d(x, w, None, self.case.stride, self.case.padding, 1, self.case.groups)
+        case = self.case
+        return torch.nn.functional.conv2d(x, w, None, case.stride, case.padding, case.dilation, case.groups)
 
 
 def _mlir(case: Case) -> str:
