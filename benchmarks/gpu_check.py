@@ -68,6 +68,8 @@ _LAYERS = (
     # empty ones; at s2 d3 a phase has two taps d apart, another one tap
     _layer("3x3_s2_d2", 8, 64, 64, 28, 3, 2, 2, 1, "auto", dilation=2),
     _layer("3x3_s2_d2_g4", 8, 64, 64, 28, 3, 2, 2, 4, "auto", dilation=2),
+    _layer("3x3_s2_d2_g32", 4, 256, 256, 50, 3, 2, 2, 32, "auto", dilation=2),
+    _layer("dw3x3_s2_d2", 8, 64, 64, 56, 3, 2, 2, 64, "auto", dilation=2),
     _layer("3x3_s2_d3_g4", 8, 64, 64, 29, 3, 2, 3, 4, "auto", dilation=3),
     _layer("3x3_s2_c64", 8, 64, 64, 25, 3, 2, 1, 1, "auto"),
     _layer("3x3_s2_c64_per_phase", 8, 64, 64, 25, 3, 2, 1, 1, "per-phase"),
@@ -104,7 +106,7 @@ _LAYERS = (
 # bf16, in the forms the rule picks.
 _BF16 = ("3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1", "1x1_s2_odd", "1x1_s2_h1", "1x1_s2_g4", "3x3_s2_c3", "3x3_s2_g32", "3x3_s1_c64", "forward_1x1_s1",
          "3x3_s2_g32_per_phase", "3x3_s2_g4_odd_per_phase", "5x5_s2_g8_per_phase", "dw3x3_s2_per_phase",
-         "3x3_s1_g4", "3x3_s1_g32_c128", "3x3_s2_d2_g4", "3x3_s2_d3_g4")
+         "3x3_s1_g4", "3x3_s1_g32_c128", "3x3_s2_d2_g4", "3x3_s2_d3_g4", "3x3_s2_d2_g32")
 # Cases whose results IREE 3.13's CUDA code got wrong on the H100 when last
 # run, with what is known; `check_on_gpu.py` reports them apart.
 KNOWN_WRONG = {

@@ -78,22 +78,24 @@ def eager_median_ms(spec: dict, mask: str) -> float:
 
     dtype = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[spec["dtype"]]
     transposed = spec.get("transposed", False)  # then c and hw are the transposed convolution's input's
+    dilation = spec.get("dilation", 1)
+    span = dilation * (spec["kernel"] - 1) + 1
     if transposed:
-        out_hw = [(s - 1) * spec["stride"] - 2 * spec["padding"] + spec["kernel"] for s in spec["hw"]]
+        out_hw = [(s - 1) * spec["stride"] - 2 * spec["padding"] + span for s in spec["hw"]]
         w_shape = [spec["c"], spec["k"] // spec["groups"], spec["kernel"], spec["kernel"]]
     else:
-        out_hw = [(s + 2 * spec["padding"] - spec["kernel"]) // spec["stride"] + 1 for s in spec["hw"]]
+        out_hw = [(s + 2 * spec["padding"] - span) // spec["stride"] + 1 for s in spec["hw"]]
         w_shape = [spec["k"], spec["c"] // spec["groups"], spec["kernel"], spec["kernel"]]
     x = torch.randn(spec["n"], spec["c"], *spec["hw"], device="cuda", dtype=dtype)
     w = torch.randn(*w_shape, device="cuda", dtype=dtype)
     if mask == "forward":  # the convolution itself
-        run = lambda: torch.nn.functional.conv2d(x, w, None, spec["stride"], spec["padding"], 1,  # noqa: E731
+        run = lambda: torch.nn.functional.conv2d(x, w, None, spec["stride"], spec["padding"], dilation,  # noqa: E731
                                                  spec["groups"])
     else:
         dy = torch.randn(spec["n"], spec["k"], *out_hw, device="cuda", dtype=dtype)
         output_mask = {"grad_input": [True, False, False], "grad_weight": [False, True, False]}.get(mask, [True] * 3)
         run = lambda: torch.ops.aten.convolution_backward(  # noqa: E731
-            dy, x, w, [spec["k"]], [spec["stride"]] * 2, [spec["padding"]] * 2, [1, 1], transposed, [0, 0],
+            dy, x, w, [spec["k"]], [spec["stride"]] * 2, [spec["padding"]] * 2, [dilation] * 2, transposed, [0, 0],
             spec["groups"], output_mask)
     for _ in range(3):
         run()

@@ -454,14 +454,20 @@ def computes_in_f32(spec: ConvBackwardSpec, form: str) -> bool:
     f32 (`benchmarks/gpu_check.py`, docs/performance.md "Read first").
     The wrong part was the phases of one tap, convolutions of a 1x1
     kernel: as the weight-first GEMM (ungrouped phases) the form was right
-    in f16 on every layer checked. Grouped per-phase widens where its one
-    live phase is all of it; with several, only its 1-tap phases widen
-    (`_widened_phase`).
+    in f16 on every layer checked. Grouped per-phase widens whole where
+    its one live phase has one tap (a grouped 1x1 kernel): widened only
+    inside the phase (`_widened_phase`), the grouped 1x1 s2 g4 layer's
+    grad_input was off by 117% on the H200 and the g32 one did not finish.
+    Its other 1-tap phases widen alone; phases of several taps keep the
+    dtype, a lone one too (gcd(s, d) > 1: right on the H200, 1.6x-2.5x
+    faster than widened whole; docs/performance.md, "Dilated layers on
+    GPUs").
     The sub-pixel form was not checked and widens. gfx942's code comes
     from the same IREE pipeline, so it is treated alike. col2im and the
     direct form were right in f16 on every layer checked and keep it."""
-    grouped_phase = form == "per-phase" and spec.groups > 1 and len(_live_phases(spec)[0]) == 1
-    return targets.half_precision_on_gpu(spec.dtype) and (form == "sub-pixel" or grouped_phase)
+    live = _live_phases(spec)[0]
+    grouped_one_tap = form == "per-phase" and spec.groups > 1 and len(live) == 1 and _widened_phase(spec, live[0])
+    return targets.half_precision_on_gpu(spec.dtype) and (form == "sub-pixel" or grouped_one_tap)
 
 
 def _in_f32(build: replacement.GradInputBuilder) -> replacement.GradInputBuilder:

@@ -67,28 +67,29 @@ def _contraction_operand_types(mlir: str) -> set[str]:
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("kernel, padding, groups, form, gpu_types", [
-    (3, 1, 1, "per-phase", "half"),  # four phases woven, the 1-tap one a weight-first GEMM
-    (1, 0, 4, "per-phase", "f32"),   # a grouped 1x1 kernel: one phase inserted with stride
-    (3, 1, 1, "sub-pixel", "f32"),
-    (3, 1, 1, "auto", "half"),       # col2im, which keeps f16/bf16
-    (1, 0, 4, "auto", "f32"),        # a grouped 1x1 kernel: per-phase on GPU targets
-    (1, 0, 1, "auto", "half"),       # per-phase on GPU targets
-    (3, 1, 4, "auto", "both"),       # grouped per-phase: its 1-tap phase in f32, the others f16/bf16
-    (3, 1, 64, "auto", "both"),      # depthwise: the same
+@pytest.mark.parametrize("kernel, padding, groups, form, gpu_types, dilation", [
+    (3, 1, 1, "per-phase", "half", 1),  # four phases woven, the 1-tap one a weight-first GEMM
+    (1, 0, 4, "per-phase", "f32", 1),   # a grouped 1x1 kernel: one phase inserted with stride
+    (3, 1, 1, "sub-pixel", "f32", 1),
+    (3, 1, 1, "auto", "half", 1),       # col2im, which keeps f16/bf16
+    (1, 0, 4, "auto", "f32", 1),        # a grouped 1x1 kernel: per-phase on GPU targets
+    (1, 0, 1, "auto", "half", 1),       # per-phase on GPU targets
+    (3, 1, 4, "auto", "both", 1),       # grouped per-phase: its 1-tap phase in f32, the others f16/bf16
+    (3, 1, 64, "auto", "both", 1),      # depthwise: the same
+    (3, 2, 4, "auto", "half", 2),       # grouped, gcd(s, d) = 2: one live phase of nine taps
 ])
-def test_gpu_half_precision_phases_run_in_f32(dtype, kernel, padding, groups, form, gpu_types, monkeypatch):
+def test_gpu_half_precision_phases_run_in_f32(dtype, kernel, padding, groups, form, gpu_types, dilation, monkeypatch):
     """IREE 3.13's CUDA code computed the per-phase form wrongly in f16 on the
     H100 in its 1-tap phases (`computes_in_f32`): on GPU targets the
     grouped 1-tap phases and sub-pixel contractions read f32 operands;
     ungrouped per-phase, whose 1-tap phases are weight-first GEMMs, the
-    other grouped phases and col2im keep the spec's dtype, and so does
-    every form on the CPU."""
+    other grouped phases (a lone one of several taps too) and col2im keep
+    the spec's dtype, and so does every form on the CPU."""
     monkeypatch.setenv(phases.FORM_VARIABLE, form)
-    out = geometry.conv_output_size(16, kernel, 2, padding, 1)
+    out = geometry.conv_output_size(16, kernel, 2, padding, dilation)
     dy, x = torch.zeros(2, 64, out, out, dtype=dtype), torch.zeros(2, 64, 16, 16, dtype=dtype)
     w = torch.zeros(64, 64 // groups, kernel, kernel, dtype=dtype)
-    configuration = functional.spec_of(dy, x, w, None, [2, 2], [padding] * 2, [1, 1], False, [0, 0], groups,
+    configuration = functional.spec_of(dy, x, w, None, [2, 2], [padding] * 2, [dilation] * 2, False, [0, 0], groups,
                                        [True, False, False])
     name = {torch.float16: "f16", torch.bfloat16: "bf16"}[dtype]
     expected = {"half": {name}, "f32": {"f32"}, "both": {name, "f32"}}
