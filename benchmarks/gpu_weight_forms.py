@@ -100,6 +100,36 @@ LAYERS_GROUPED = (
     ("3x3_s1_dw_c64_56_n32", 32, 64, 64, 56, 3, 1, 1, "f16", 64),
     ("3x3_s1_dw_c64_56_n32_f32", 32, 64, 64, 56, 3, 1, 1, "f32", 64),
 )
+# Grouped kernels with a dim of 1, which `grouped_contraction_applies` left
+# to im2col until 2026-11-26: ShuffleNet's grouped 1x1 layers (g8, 30
+# channels a group), grouped 1x1 with 4 to 64 channels a group, 1x3 and
+# 3x1, strided ones. (A 1x3 s2 g32 c256 56x56 layer's contraction did not
+# compile for CUDA.)
+LAYERS_GROUPED_ONE_WIDE = (
+    ("1x1_s1_g8_c240_28_n32", 32, 240, 240, 28, 1, 1, 0, "f16", 8),
+    ("1x1_s1_g4_c256_56_n32", 32, 256, 256, 56, 1, 1, 0, "f16", 4),
+    ("1x1_s1_g4_c256_56_n32_f32", 32, 256, 256, 56, 1, 1, 0, "f32", 4),
+    ("1x1_s1_g32_c256_56_n32", 32, 256, 256, 56, 1, 1, 0, "f16", 32),
+    ("1x1_s2_g4_c64_k128_56_n32_bf16", 32, 64, 128, 56, 1, 2, 0, "bf16", 4),
+    ("1x3_s1_g4_c64_28_n32", 32, 64, 64, 28, (1, 3), 1, 0, "f16", 4),
+    # more channels a group between them, strided ones, dtypes
+    ("1x1_s1_g16_c256_56_n32", 32, 256, 256, 56, 1, 1, 0, "f16", 16),
+    ("1x1_s1_g64_c256_56_n32", 32, 256, 256, 56, 1, 1, 0, "f16", 64),
+    ("1x1_s1_g32_c512_28_n32", 32, 512, 512, 28, 1, 1, 0, "f16", 32),
+    ("1x3_s1_g8_c240_28_n32", 32, 240, 240, 28, (1, 3), 1, 0, "f16", 8),
+    ("3x1_s1_g32_c256_28_n32", 32, 256, 256, 28, (3, 1), 1, 0, "f16", 32),
+    ("1x1_s2_g4_c64_k128_56_n32", 32, 64, 128, 56, 1, 2, 0, "f16", 4),
+    ("1x1_s2_g4_c64_k128_56_n32_f32", 32, 64, 128, 56, 1, 2, 0, "f32", 4),
+    ("1x1_s2_g32_c256_56_n32", 32, 256, 256, 56, 1, 2, 0, "f16", 32),
+    ("1x1_s1_g32_c256_56_n32_f32", 32, 256, 256, 56, 1, 1, 0, "f32", 32),
+    ("1x1_s1_g16_c256_56_n32_bf16", 32, 256, 256, 56, 1, 1, 0, "bf16", 16),
+    ("3x1_s1_g32_c256_28_n32_f32", 32, 256, 256, 28, (3, 1), 1, 0, "f32", 32),
+)
+
+
+def _grouped_any_kernel(spec: ConvBackwardSpec) -> bool:
+    """`grouped_contraction_applies` without its condition on the kernel."""
+    return (spec.groups > 1 and not spec.transposed and gradients.image_split(spec) > 1)
 
 
 def flat_contraction(spec: ConvBackwardSpec, plain: ir.Value, windowed: ir.Value, rows: int, columns: int,
@@ -170,6 +200,11 @@ FORMS = {
     "rows-per-image-p128": (False, _rows_per_image, {(weight_rows, "POSITION_MULTIPLE"): 128}),
     # im2col over a padded copy of its source (the GPU's gather until 2026-11-25)
     "im2col-padded-source": (True, None, {(gradients, "gather_reads_unpadded"): lambda spec: False}),
+    # grouped kernels with a dim of 1 by the contraction, f16/bf16 read as f32
+    "contraction-grouped-widened": (None, None, {
+        (gradients, "grouped_contraction_applies"): _grouped_any_kernel,
+        (gradients, "grouped_contraction_widened"):
+            lambda spec: _grouped_any_kernel(spec) and spec.dtype != "f32"}),
     # grouped: one ungrouped weight gradient per group, each in the form the lowering picks for it
     "group-split": (None, None, {(group_split, "applies"): lambda groups, channels: groups > 1}),
 }
@@ -204,14 +239,16 @@ def prepare(folder: Path, form_names: tuple[str, ...] = tuple(FORMS), only: tupl
     cases for `check_on_gpu.py` and the manifest for `run_on_gpu.py`."""
     folder.mkdir(parents=True, exist_ok=True)
     cases, manifest = [], []
-    for name, n, c, k, hw, kernel, stride, padding, *rest in (*LAYERS, *LAYERS_1X1_S1, *LAYERS_UNSEEN, *LAYERS_GROUPED):
+    layers = (*LAYERS, *LAYERS_1X1_S1, *LAYERS_UNSEEN, *LAYERS_GROUPED, *LAYERS_GROUPED_ONE_WIDE)
+    for name, n, c, k, hw, kernel, stride, padding, *rest in layers:
         if not any(part in name for part in only):
             continue
         dtype = dtype_override or (rest[0] if rest else "f16")
         groups = rest[1] if len(rest) > 1 else 1
         name = f"{name}_{dtype_override}" if dtype_override else name
         sizes = (hw, hw) if isinstance(hw, int) else hw
-        layer = gpu_check.Case(name, n, c, k, sizes, (kernel, kernel), stride, padding, groups, "auto", dtype)
+        kernel = (kernel, kernel) if isinstance(kernel, int) else kernel
+        layer = gpu_check.Case(name, n, c, k, sizes, kernel, stride, padding, groups, "auto", dtype)
         shapes, arguments = gpu_check.shapes(layer), gpu_check.arguments(layer)
         arguments[-1] = [False, True, False]  # grad_weight only
         tensors = {key: torch.zeros(size, dtype=gpu_check._DTYPES[dtype]) for key, size in shapes.items()}
@@ -219,7 +256,8 @@ def prepare(folder: Path, form_names: tuple[str, ...] = tuple(FORMS), only: tupl
         inputs = ["x".join(map(str, shapes[key])) + f"x{dtype}" for key in ("dy", "x", "w")]
         compiled: dict[str, bytes] = {}
         for form in form_names:
-            if (form in ONE_TAP_FORMS and kernel != 1) or (form in WIDE_FORMS and kernel == 1):
+            one_tap = kernel == (1, 1)
+            if (form in ONE_TAP_FORMS and not one_tap) or (form in WIDE_FORMS and one_tap):
                 continue
             case = layer._replace(name=f"{name}_{form}", form=form)
             with _weight_form(form):

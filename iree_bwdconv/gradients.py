@@ -160,23 +160,37 @@ def grad_weight_by_im2col(spec: ConvBackwardSpec) -> bool:
 # in f16; ResNeXt-50's 4 a group (g32 c128 56x56 n32) 0.97 against 2.72 at
 # stride 1; depthwise c64 56x56 0.40 against 1.61. In f16 without widening
 # the 8-channel layers did not finish a 45 s benchmark (IREE's MMA tiles of
-# 16 over 8 channels). 1-wide kernels and transposed layers were not
-# measured and keep im2col, and so does gfx942: IREE 3.13 did not compile
-# the g32 layer's contraction for it (1.3 GB of workgroup memory asked for).
+# 16 over 8 channels). Transposed layers were not measured and keep
+# im2col, and so does gfx942: IREE 3.13 did not compile the g32 layer's
+# contraction for it (1.3 GB of workgroup memory asked for).
 GROUPED_HALF_MIN_CHANNELS = 16
+# Kernels with a dim of 1 take it, always read as f32 (every 1-wide f16
+# contraction was wrong ungrouped), unstrided and with at most this many
+# channels a group. On the H200 (docs/performance.md, "Grouped kernels
+# with a dim of 1"; ms against im2col's): 1x1 g64 c256 56x56 n32 (4 a
+# group) 0.077 against 0.361, g32 (8) 0.105 against 0.303, g16 (16) 0.153
+# against 0.332, 3x1 g32 c256 28x28 0.122 against 0.912; slower from 30 a
+# group (1x1 g8 c240 28x28 0.255 against 0.189, g4 c256 0.477 against
+# 0.315). Strided, the f16 1x1 contraction failed at run time and a 1x3
+# one did not compile.
+GROUPED_ONE_WIDE_MAX_CHANNELS = 16
 
 
 def grouped_contraction_applies(spec: ConvBackwardSpec) -> bool:
     """Whether a grouped weight gradient takes the contraction split by
-    images (CUDA; see GROUPED_HALF_MIN_CHANNELS)."""
-    return (spec.groups > 1 and targets.current() == "cuda" and not spec.transposed
-            and all(k > 1 for k in spec.kernel) and image_split(spec) > 1)
+    images (CUDA; see GROUPED_HALF_MIN_CHANNELS and GROUPED_ONE_WIDE_MAX_CHANNELS)."""
+    if spec.groups == 1 or targets.current() != "cuda" or spec.transposed or image_split(spec) < 2:
+        return False
+    if all(k > 1 for k in spec.kernel):
+        return True
+    return all(s == 1 for s in spec.stride) and min(_rows_columns(spec)) <= GROUPED_ONE_WIDE_MAX_CHANNELS
 
 
 def grouped_contraction_widened(spec: ConvBackwardSpec) -> bool:
     """Whether that contraction reads its f16/bf16 operands as f32."""
+    few_channels = min(_rows_columns(spec)) < GROUPED_HALF_MIN_CHANNELS
     return (grouped_contraction_applies(spec) and targets.half_precision_on_gpu(spec.dtype)
-            and min(_rows_columns(spec)) < GROUPED_HALF_MIN_CHANNELS)
+            and (few_channels or any(k == 1 for k in spec.kernel)))
 
 
 def half_precision_contraction_wrong(spec: ConvBackwardSpec) -> bool:

@@ -360,14 +360,15 @@ def test_cpu_grad_weight_im2col_layout(batch, channels, out_channels, size, kern
     (64, 16, 3, False, torch.float16, "widened"),       # 4 a group
     (64, 64, 3, False, torch.float16, "widened"),       # depthwise
     (64, 64, 3, False, torch.float32, "contraction"),
-    (256, 32, 1, False, torch.float16, "im2col"),       # a 1-wide kernel
+    (256, 32, 1, False, torch.float16, "im2col"),       # a 1-wide kernel, strided
     (256, 32, 3, True, torch.float16, "im2col"),        # transposed
 ])
 def test_gpu_grouped_weight_gradient_forms(channels, groups, kernel, transposed, dtype, form):
     """Grouped weight gradients for CUDA at n32 (stride 2, 56x56): the
     contraction split by images, its f16/bf16 operands read as f32 below
-    16 channels a group; im2col for 1-wide kernels, transposed layers, on
-    gfx942 (whose code IREE did not compile for the g32 layer) and the CPU."""
+    16 channels a group; im2col for strided 1-wide kernels, transposed
+    layers, on gfx942 (whose code IREE did not compile for the g32 layer)
+    and the CPU."""
     x = torch.zeros(32, channels, 56, 56, dtype=dtype)
     if transposed:
         w = torch.zeros(channels, channels // groups, kernel, kernel, dtype=dtype)
@@ -386,3 +387,29 @@ def test_gpu_grouped_weight_gradient_forms(channels, groups, kernel, transposed,
         with targets.lowering_for(target):
             assert gradients.grad_weight_by_im2col(configuration), target
             assert not gradients.grouped_contraction_applies(configuration), target
+
+
+@pytest.mark.parametrize("channels, groups, kernel, stride, dtype, form", [
+    (256, 32, (1, 1), 1, torch.float16, "widened"),    # 8 channels a group
+    (256, 16, (1, 1), 1, torch.bfloat16, "widened"),   # 16 a group: read as f32 all the same
+    (64, 4, (1, 3), 1, torch.float16, "widened"),
+    (256, 32, (3, 1), 1, torch.float32, "contraction"),
+    (240, 8, (1, 1), 1, torch.float16, "im2col"),      # 30 a group
+    (256, 4, (1, 1), 1, torch.float32, "im2col"),
+    (256, 32, (1, 1), 2, torch.float16, "im2col"),     # strided
+])
+def test_gpu_grouped_one_wide_weight_gradient_forms(channels, groups, kernel, stride, dtype, form):
+    """Grouped kernels with a dim of 1 for CUDA at n32: the contraction,
+    always read as f32 in f16/bf16, unstrided with at most 16 channels a
+    group (`GROUPED_ONE_WIDE_MAX_CHANNELS`); else im2col."""
+    x = torch.zeros(32, channels, 28, 28, dtype=dtype)
+    w = torch.zeros(channels, channels // groups, *kernel, dtype=dtype)
+    dy = torch.zeros(32, channels, *(geometry.conv_output_size(28, k, stride, 0, 1) for k in kernel), dtype=dtype)
+    configuration = functional.spec_of(dy, x, w, None, [stride] * 2, [0, 0], [1, 1], False, [0, 0], groups,
+                                       [False, True, False])
+    with targets.lowering_for("cuda"):
+        taken = ("im2col" if gradients.grad_weight_by_im2col(configuration)
+                 else "widened" if gradients.grouped_contraction_widened(configuration) else "contraction")
+    assert taken == form
+    with targets.lowering_for("gfx942"):
+        assert gradients.grad_weight_by_im2col(configuration)
