@@ -26,6 +26,9 @@ register(case((2, 8, 9, 9), 8, (3, 3), stride=(2, 2), padding=(1, 1), groups=4))
 register(case((2, 6, 10, 10), 6, (3, 3), stride=(2, 2), padding=(1, 1), groups=6))
 register(case((2, 4, 8, 8), 8, (5, 5), padding=(2, 2), groups=4))
 register(case((2, 4, 7, 7, 7), 4, (3, 3, 3), stride=(2, 1, 2), padding=(1, 1, 1), groups=2))
+# A grouped 1x3 kernel in bf16, whose weight gradient takes the contraction
+# read as f32 for CUDA where the batch splits.
+register(case((4, 8, 9, 9), 8, (1, 3), padding=(0, 1), groups=4, dtype="bf16"))
 
 # 1x1 kernels: no flip, stride 2 projection shortcut, padding that only reads zeros.
 register(case((2, 8, 10, 10), 16, (1, 1), stride=(2, 2)))
@@ -46,6 +49,8 @@ register(case((1, 2, 2, 4), 2, (2, 2), stride=(3, 2), padding=(2, 2), transposed
 register(case((2, 3, 11, 11), 4, (2, 2), stride=(3, 3)))
 register(case((2, 3, 12, 9), 4, (2, 3), stride=(3, 1), padding=(0, 1)))
 register(case((2, 3, 13, 13), 4, (3, 3), stride=(2, 2), dilation=(2, 2), padding=(2, 2)))
+# Grouped, its one live phase of nine taps in f16 on GPU targets (not widened).
+register(case((2, 8, 13, 13), 8, (3, 3), stride=(2, 2), dilation=(2, 2), padding=(2, 2), groups=4, dtype="f16"))
 register(case((2, 2, 17, 17), 3, (6, 6), stride=(3, 3), padding=(2, 2)))
 register(case((2, 3, 7, 9), 4, (3, 3), stride=(2, 2), padding=(4, 3)))
 register(case((1, 2, 1), 2, (1,), stride=(2,), padding=(1,), note="every read is padding: grad_input is 0"))
