@@ -20,6 +20,7 @@ import torch
 
 from iree_bwdconv import functional, lowering, targets
 from iree_bwdconv.patterns import convolution_backward_phases as phases
+from iree_bwdconv.spec import ConvBackwardSpec
 
 from . import gpu_check, modules
 
@@ -34,7 +35,7 @@ LAYERS = (
 )
 
 
-def _widened_whole(spec, form: str) -> bool:
+def _widened_whole(spec: ConvBackwardSpec, form: str) -> bool:
     """The rule before 2026-11-26: grouped per-phase with one live phase in f32, whatever its taps."""
     one_live = len(phases._live_phases(spec)[0]) == 1
     grouped_phase = form == "per-phase" and spec.groups > 1 and one_live

@@ -459,7 +459,7 @@ def computes_in_f32(spec: ConvBackwardSpec, form: str) -> bool:
     inside the phase (`_widened_phase`), the grouped 1x1 s2 g4 layer's
     grad_input was off by 117% on the H200 and the g32 one did not finish.
     Its other 1-tap phases widen alone; phases of several taps keep the
-    dtype, a lone one too (gcd(s, d) > 1: right on the H200, 1.6x-2.5x
+    dtype, a lone one too (gcd(s, d) > 1: right on the H200, 1.25x-2.5x
     faster than widened whole; docs/performance.md, "Dilated layers on
     GPUs").
     The sub-pixel form was not checked and widens. gfx942's code comes
