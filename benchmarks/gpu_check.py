@@ -28,8 +28,8 @@ class Case(NamedTuple):
     n: int
     c: int
     k: int
-    hw: int | tuple[int, int]  # square, or (h, w)
-    kernel: tuple[int, int]
+    hw: int | tuple[int, ...]  # the same in every dim, or one size per dim
+    kernel: tuple[int, ...]  # one size per spatial dim: 1-D to 3-D
     stride: int
     padding: int
     groups: int
@@ -71,6 +71,16 @@ _LAYERS = (
     _layer("3x3_s2_d2_g32", 4, 256, 256, 50, 3, 2, 2, 32, "auto", dilation=2),
     _layer("dw3x3_s2_d2", 8, 64, 64, 56, 3, 2, 2, 64, "auto", dilation=2),
     _layer("3x3_s2_d3_g4", 8, 64, 64, 29, 3, 2, 3, 4, "auto", dilation=3),
+    # 1-D and 3-D: every form, split and widening rule above is rank-generic
+    _layer("k3_s2_1d", 8, 64, 64, 201, (3,), 2, 1, 1, "auto"),
+    _layer("k5_s2_g4_1d", 8, 64, 64, 200, (5,), 2, 2, 4, "auto"),
+    _layer("k1_s2_1d", 8, 64, 128, 200, (1,), 2, 0, 1, "auto"),
+    _layer("k3_s2_d2_1d", 8, 64, 64, 200, (3,), 2, 2, 1, "auto", dilation=2),  # one strided dim: woven
+    _layer("k3_s2_d2_g4_1d", 8, 64, 64, 200, (3,), 2, 2, 4, "auto", dilation=2),
+    _layer("3x3x3_s2", 4, 32, 32, 16, (3, 3, 3), 2, 1, 1, "auto"),
+    _layer("3x3x3_s1_g4", 4, 64, 64, 12, (3, 3, 3), 1, 1, 4, "auto"),
+    _layer("3x3x3_s2_g8", 4, 64, 64, 15, (3, 3, 3), 2, 1, 8, "auto"),
+    _layer("1x1x1_s2", 4, 64, 128, 16, (1, 1, 1), 2, 0, 1, "auto"),
     _layer("3x3_s2_c64", 8, 64, 64, 25, 3, 2, 1, 1, "auto"),
     _layer("3x3_s2_c64_per_phase", 8, 64, 64, 25, 3, 2, 1, 1, "per-phase"),
     _layer("3x3_s2_c64_direct", 8, 64, 64, 25, 3, 2, 1, 1, "direct"),
@@ -106,7 +116,8 @@ _LAYERS = (
 # bf16, in the forms the rule picks.
 _BF16 = ("3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1", "1x1_s2_odd", "1x1_s2_h1", "1x1_s2_g4", "3x3_s2_c3", "3x3_s2_g32", "3x3_s1_c64", "forward_1x1_s1",
          "3x3_s2_g32_per_phase", "3x3_s2_g4_odd_per_phase", "5x5_s2_g8_per_phase", "dw3x3_s2_per_phase",
-         "3x3_s1_g4", "3x3_s1_g32_c128", "3x3_s2_d2_g4", "3x3_s2_d3_g4", "3x3_s2_d2_g32")
+         "3x3_s1_g4", "3x3_s1_g32_c128", "3x3_s2_d2_g4", "3x3_s2_d3_g4", "3x3_s2_d2_g32",
+         "k3_s2_1d", "k5_s2_g4_1d", "k3_s2_d2_1d", "k3_s2_d2_g4_1d", "3x3x3_s2", "3x3x3_s1_g4")
 # Cases whose results IREE 3.13's CUDA code got wrong on the H100 when last
 # run, with what is known; `check_on_gpu.py` reports them apart.
 KNOWN_WRONG = {
@@ -123,7 +134,8 @@ _DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
 def shapes(case: Case) -> dict[str, list[int]]:
     """dy, x and w: the result of the forward (or transposed) convolution, its input and its weight."""
-    sizes = (case.hw, case.hw) if isinstance(case.hw, int) else tuple(case.hw)
+    rank = len(case.kernel)
+    sizes = (case.hw,) * rank if isinstance(case.hw, int) else tuple(case.hw)
     if case.kind == "transposed":
         out = [(size - 1) * case.stride - 2 * case.padding + case.dilation * (k - 1) + 1
                for size, k in zip(sizes, case.kernel)]
@@ -137,8 +149,9 @@ def shapes(case: Case) -> dict[str, list[int]]:
 
 def arguments(case: Case) -> list:
     """aten.convolution_backward's arguments after dy, x and w (grad_input and grad_weight)."""
-    return [None, [case.stride] * 2, [case.padding] * 2, [case.dilation] * 2, case.kind == "transposed", [0, 0], case.groups,
-            [True, True, False]]
+    rank = len(case.kernel)
+    return [None, [case.stride] * rank, [case.padding] * rank, [case.dilation] * rank, case.kind == "transposed",
+            [0] * rank, case.groups, [True, True, False]]
 
 
 class _Forward(torch.nn.Module):

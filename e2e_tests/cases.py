@@ -51,6 +51,11 @@ register(case((2, 3, 12, 9), 4, (2, 3), stride=(3, 1), padding=(0, 1)))
 register(case((2, 3, 13, 13), 4, (3, 3), stride=(2, 2), dilation=(2, 2), padding=(2, 2)))
 # Grouped, its one live phase of nine taps in f16 on GPU targets (not widened).
 register(case((2, 8, 13, 13), 8, (3, 3), stride=(2, 2), dilation=(2, 2), padding=(2, 2), groups=4, dtype="f16"))
+# A lone phase of several taps strided in one dim, in f16/bf16: on GPU targets
+# woven with zeros along it (IREE failed to compile its strided insert fused
+# into the phase's MMA convolution), ungrouped 1-D and grouped 2-D.
+register(case((2, 8, 21), 6, (3,), stride=(2,), dilation=(2,), padding=(2,), dtype="f16"))
+register(case((2, 8, 10, 12), 8, (3, 3), stride=(1, 2), dilation=(1, 2), padding=(1, 2), groups=4, dtype="bf16"))
 register(case((2, 2, 17, 17), 3, (6, 6), stride=(3, 3), padding=(2, 2)))
 register(case((2, 3, 7, 9), 4, (3, 3), stride=(2, 2), padding=(4, 3)))
 register(case((1, 2, 1), 2, (1,), stride=(2,), padding=(1,), note="every read is padding: grad_input is 0"))

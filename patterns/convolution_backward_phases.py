@@ -157,20 +157,26 @@ def _weight_first_part(spec: ConvBackwardSpec, window: ir.Value, weight: ir.Valu
     return forms.expand_trailing(part, rows) if flat else part
 
 
-def _woven_axes(spec: ConvBackwardSpec, counts: list[int]) -> list[int]:
-    """The dims of an f16/bf16 weight-first GEMM's result that are woven with
-    zeros instead of stepped along by its strided insert (dims of more than
-    one row and a stride). IREE 3.13 failed to compile that insert fused into
-    the GEMM's MMA dispatch: on CUDA where one dim is strided (most 1-D
-    layers, (1, s) strides: "LLVM Translation failed for operation:
-    builtin.unrealized_conversion_cast"; two strided dims compiled), and on
-    gfx942 with a dynamic batch where two are (dy of 5 to 7 rows at stride 2
-    and 3: "LLVM ERROR: Cannot select: f32 = Constant<-1>"; 3-D and a static
-    batch compiled)."""
-    if not (_weight_first_applies(spec) and targets.half_precision_on_gpu(spec.dtype)):
+def _woven_axes(spec: ConvBackwardSpec, counts: list[int], elem: ir.Type) -> list[int]:
+    """The dims of a lone phase's result, contracted on a GPU target from
+    operands of type `elem`, that are woven with zeros instead of stepped
+    along by its strided insert (dims of more than one row and a stride).
+    IREE 3.13 failed to compile that insert fused into an f16/bf16 MMA
+    dispatch where one dim is strided ("LLVM Translation failed for
+    operation: builtin.unrealized_conversion_cast"; two strided dims
+    compiled): the weight-first GEMM on CUDA (most 1-D layers, (1, s)
+    strides), the phase's convolution of gcd(s, d) > 1 layers (1-D k3 s2
+    d2, 2-D s (1, 2) d (1, 2)) on CUDA and gfx942. And the weight-first
+    GEMM on gfx942 with a dynamic batch where two are (dy of 5 to 7 rows
+    at stride 2 and 3: "LLVM ERROR: Cannot select: f32 = Constant<-1>";
+    3-D and a static batch compiled)."""
+    half = elem != lb.element_type("f32")
+    if targets.current() == "cpu" or not half:
         return []
     strided = [a for a, (s, q) in enumerate(zip(spec.stride, counts)) if s > 1 and q > 1]
-    if len(strided) == 1 or (targets.current() == "gfx942" and spec.dynamic_batch):
+    if len(strided) == 1:
+        return strided
+    if _weight_first_applies(spec) and targets.current() == "gfx942" and spec.dynamic_batch:
         return strided
     return []
 
@@ -180,14 +186,15 @@ def _woven_along(part: ir.Value, axes: list[int], strides: list[int], rooms: lis
     spatial dim `a` of `axes`, rounded to `dtype` and cut to the `rooms[a]`
     positions left in grad_input (only zeros are cut: the last row lands
     inside it)."""
-    r = len(lb.sizes_of(part)) - 2
+    r = len(strides)
+    lead = len(lb.sizes_of(part)) - r  # n, (g,) c
     weave = [strides[a] if a in axes else 1 for a in range(r)]
     grid = forms.interleave({(0,) * r: part}, weave, dtype)
     for a in range(r):  # [.., q, s, ..] -> [.., q*s, ..]
-        grid = lb.collapse_dims(grid, 2 + a)
+        grid = lb.collapse_dims(grid, lead + a)
     sizes = lb.sizes_of(grid)
     for a in axes:
-        sizes[2 + a] = min(sizes[2 + a], rooms[a])
+        sizes[lead + a] = min(sizes[lead + a], rooms[a])
     return lb.extract(grid, [0] * len(sizes), sizes)
 
 
@@ -227,7 +234,7 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
         # A dim of one row takes no step: IREE's CUDA code also failed on a
         # strided insert of one row fused into the f16 GEMM (1-D, size 5, stride 3 or 4).
         strides = [1 if q == 1 else s for s, q in zip(spec.stride, counts)]
-        axes = _woven_axes(spec, counts)
+        axes = _woven_axes(spec, counts, ir.RankedTensorType(window.type).element_type)
         if axes:
             rooms = [i - o for i, o in zip(spec.input_spatial, offsets)]
             part = _woven_along(part, axes, strides, rooms, dtype)

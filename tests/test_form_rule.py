@@ -413,3 +413,26 @@ def test_gpu_grouped_one_wide_weight_gradient_forms(channels, groups, kernel, st
     assert taken == form
     with targets.lowering_for("gfx942"):
         assert gradients.grad_weight_by_im2col(configuration)
+
+
+@pytest.mark.parametrize("sizes, kernel, stride, dilation, groups, dtype", [
+    ((200,), (3,), (2,), (2,), 1, torch.float16),
+    ((200,), (3,), (2,), (2,), 4, torch.float16),
+    ((28, 28), (3, 3), (1, 2), (1, 2), 4, torch.bfloat16),
+])
+def test_gpu_lone_phase_strided_in_one_dim_is_woven(sizes, kernel, stride, dilation, groups, dtype):
+    """gcd(s, d) > 1 leaves one live phase of several taps; in f16/bf16,
+    strided along one dim, IREE 3.13 failed to compile its strided insert
+    fused into the phase's MMA convolution for CUDA and gfx942 at this size
+    ("LLVM Translation failed for operation: builtin.unrealized_conversion_cast").
+    It is woven with zeros along that dim instead, and compiles."""
+    out = [geometry.conv_output_size(i, k, s, d, d) for i, k, s, d in zip(sizes, kernel, stride, dilation)]
+    dy, x = torch.zeros(8, 64, *out, dtype=dtype), torch.zeros(8, 64, *sizes, dtype=dtype)
+    w = torch.zeros(64, 64 // groups, *kernel, dtype=dtype)
+    configuration = functional.spec_of(dy, x, w, None, list(stride), list(dilation), list(dilation), False,
+                                       [0] * len(sizes), groups, [True, False, False])
+    for target in ("cuda", "gfx942"):
+        mlir = functional.lowered(configuration, target=target)
+        inserts = [line for line in mlir.splitlines() if "tensor.insert_slice" in line]
+        assert not any(re.search(r"\] \[[0-9, ]*[2-9][0-9, ]*\] :", line) for line in inserts), inserts
+        functional.compile(mlir, target)
