@@ -30,7 +30,7 @@ class Case(NamedTuple):
     k: int
     hw: int | tuple[int, ...]  # the same in every dim, or one size per dim
     kernel: tuple[int, ...]  # one size per spatial dim: 1-D to 3-D
-    stride: int
+    stride: int | tuple[int, ...]  # the same in every dim, or one per dim
     padding: int
     groups: int
     form: str  # "auto": the rule's
@@ -77,6 +77,10 @@ _LAYERS = (
     _layer("k1_s2_1d", 8, 64, 128, 200, (1,), 2, 0, 1, "auto"),
     _layer("k3_s2_d2_1d", 8, 64, 64, 200, (3,), 2, 2, 1, "auto", dilation=2),  # one strided dim: woven
     _layer("k3_s2_d2_g4_1d", 8, 64, 64, 200, (3,), 2, 2, 4, "auto", dilation=2),
+    _layer("k3_s2_c48_1d", 8, 48, 48, 200, (3,), 2, 1, 1, "auto"),
+    # a stride-1 dim beside a strided one: phases of three taps (a table per phase)
+    _layer("3x3_s1x2", 8, 64, 64, 28, 3, (1, 2), 1, 1, "auto"),
+    _layer("3x3_s1x2_g2", 8, 32, 64, 28, 3, (1, 2), 1, 2, "auto"),
     _layer("3x3x3_s2", 4, 32, 32, 16, (3, 3, 3), 2, 1, 1, "auto"),
     _layer("3x3x3_s1_g4", 4, 64, 64, 12, (3, 3, 3), 1, 1, 4, "auto"),
     _layer("3x3x3_s2_g8", 4, 64, 64, 15, (3, 3, 3), 2, 1, 8, "auto"),
@@ -117,7 +121,8 @@ _LAYERS = (
 _BF16 = ("3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1", "1x1_s2_odd", "1x1_s2_h1", "1x1_s2_g4", "3x3_s2_c3", "3x3_s2_g32", "3x3_s1_c64", "forward_1x1_s1",
          "3x3_s2_g32_per_phase", "3x3_s2_g4_odd_per_phase", "5x5_s2_g8_per_phase", "dw3x3_s2_per_phase",
          "3x3_s1_g4", "3x3_s1_g32_c128", "3x3_s2_d2_g4", "3x3_s2_d3_g4", "3x3_s2_d2_g32",
-         "k3_s2_1d", "k5_s2_g4_1d", "k3_s2_d2_1d", "k3_s2_d2_g4_1d", "3x3x3_s2", "3x3x3_s1_g4")
+         "k3_s2_1d", "k5_s2_g4_1d", "k3_s2_d2_1d", "k3_s2_d2_g4_1d", "3x3x3_s2", "3x3x3_s1_g4",
+         "3x3_s1x2")
 # Cases whose results IREE 3.13's CUDA code got wrong on the H100 when last
 # run, with what is known; `check_on_gpu.py` reports them apart.
 KNOWN_WRONG = {
@@ -136,21 +141,26 @@ def shapes(case: Case) -> dict[str, list[int]]:
     """dy, x and w: the result of the forward (or transposed) convolution, its input and its weight."""
     rank = len(case.kernel)
     sizes = (case.hw,) * rank if isinstance(case.hw, int) else tuple(case.hw)
+    strides = _per_dim(case.stride, rank)
     if case.kind == "transposed":
-        out = [(size - 1) * case.stride - 2 * case.padding + case.dilation * (k - 1) + 1
-               for size, k in zip(sizes, case.kernel)]
+        out = [(size - 1) * s - 2 * case.padding + case.dilation * (k - 1) + 1
+               for size, k, s in zip(sizes, case.kernel, strides)]
         w = [case.c, case.k // case.groups, *case.kernel]
     else:
-        out = [geometry.conv_output_size(size, k, case.stride, case.padding, case.dilation)
-               for size, k in zip(sizes, case.kernel)]
+        out = [geometry.conv_output_size(size, k, s, case.padding, case.dilation)
+               for size, k, s in zip(sizes, case.kernel, strides)]
         w = [case.k, case.c // case.groups, *case.kernel]
     return {"dy": [case.n, case.k, *out], "x": [case.n, case.c, *sizes], "w": w}
+
+
+def _per_dim(value: int | tuple[int, ...], rank: int) -> list[int]:
+    return [value] * rank if isinstance(value, int) else list(value)
 
 
 def arguments(case: Case) -> list:
     """aten.convolution_backward's arguments after dy, x and w (grad_input and grad_weight)."""
     rank = len(case.kernel)
-    return [None, [case.stride] * rank, [case.padding] * rank, [case.dilation] * rank, case.kind == "transposed",
+    return [None, _per_dim(case.stride, rank), [case.padding] * rank, [case.dilation] * rank, case.kind == "transposed",
             [0] * rank, case.groups, [True, True, False]]
 
 

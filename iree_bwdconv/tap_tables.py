@@ -53,6 +53,25 @@ def one_tap(weight: ir.Value, tap: list[int]) -> ir.Value:
     return lb.expand_axis(flat, 0, [c_in, f_out])
 
 
+def decoded_sizes(spec: ConvBackwardSpec, live: list[tuple[geometry.Phase, ...]]) -> list[int]:
+    """What `all_tap_tables` divides its flat index by: the groups, the
+    channels a group each way and every phase's taps per dim."""
+    sizes = [spec.groups, spec.in_channels // spec.groups, spec.out_channels // spec.groups]
+    return sizes + [ph.taps for phases in live for ph in phases]
+
+
+def decodes_by_shifts(spec: ConvBackwardSpec, live: list[tuple[geometry.Phase, ...]]) -> bool:
+    """Whether every size `all_tap_tables` decodes by is a power of two.
+    Dividing by others, IREE 3.13's CUDA code for that gather failed to
+    compile on layers with a stride-1 dim beside a strided one (3x3 at
+    stride (1, 2), three taps in a phase), and on a 1-D k3 s2 layer with
+    48 channels: "LLVM ERROR: Cannot select: v2i16,v2i16 = umul_lohi" (LLVM
+    pairs two elements' divisions into a 16-bit vector that NVPTX cannot
+    multiply). A table per phase has no division and compiled on every one
+    of them (docs/performance.md, "Random layers compiled for GPUs")."""
+    return all(size & (size - 1) == 0 for size in decoded_sizes(spec, live))
+
+
 def all_tap_tables(spec: ConvBackwardSpec, weight: ir.Value, live: list[tuple[geometry.Phase, ...]]) -> list[ir.Value]:
     """Every live phase's reversed taps, gathered by one op into one flat
     buffer (a dispatch of its own, as `one_tap` is) that holds each

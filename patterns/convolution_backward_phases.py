@@ -242,7 +242,8 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
         dx = lb.insert_strided(lb.convert(part, dtype), dx, [0] * lead + offsets, [1] * lead + strides)
         return lb.collapse_dims(dx, 1) if groups > 1 else dx
     windows = _phase_windows(spec, dy, live, rows)
-    one_table = targets.current() != "cpu" and max(spec.kernel) < GPU_PER_PHASE_KERNEL
+    one_table = (targets.current() != "cpu" and max(spec.kernel) < GPU_PER_PHASE_KERNEL
+                 and tap_tables.decodes_by_shifts(spec, live))
     tables = tap_tables.all_tap_tables(spec, w, live) if one_table else [None] * len(live)
     parts = {}
     for phases, window, table in zip(live, windows, tables):
@@ -350,7 +351,8 @@ FORMS = ("auto", "per-phase", "sub-pixel", "col2im", "direct")
 # this many input channels (`choose_form`).
 NARROW_CHANNELS = 4
 # GPU per-phase: one tap table for every phase (`tap_tables.all_tap_tables`) for
-# kernels narrower than this in every dim, a table per phase otherwise.
+# kernels narrower than this in every dim whose table decodes by shifts
+# (`tap_tables.decodes_by_shifts`), a table per phase otherwise.
 GPU_PER_PHASE_KERNEL = 5
 FORM_VARIABLE = "IREE_BWDCONV_GRAD_INPUT_FORM"
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import iree_bwdconv.patterns.convolution_backward_phases as phases
-from iree_bwdconv import functional, geometry, gradients, targets, weight_rows
+from iree_bwdconv import functional, geometry, gradients, tap_tables, targets, weight_rows
 
 
 def spec(channels: int, out_channels: int, kernel: int, stride: int, padding: int, size: int = 32, groups: int = 1,
@@ -436,3 +436,27 @@ def test_gpu_lone_phase_strided_in_one_dim_is_woven(sizes, kernel, stride, dilat
         inserts = [line for line in mlir.splitlines() if "tensor.insert_slice" in line]
         assert not any(re.search(r"\] \[[0-9, ]*[2-9][0-9, ]*\] :", line) for line in inserts), inserts
         functional.compile(mlir, target)
+
+
+@pytest.mark.parametrize("sizes, kernel, stride, channels, groups, dtype, by_shifts", [
+    ((28, 28), (3, 3), (1, 2), 64, 1, torch.float16, False),   # three taps in a phase
+    ((28, 28), (3, 3), (1, 2), 64, 2, torch.float32, False),
+    ((200,), (3,), (2,), 48, 1, torch.float16, False),         # 48 channels
+    ((28, 28), (3, 3), (2, 2), 64, 1, torch.float16, True),
+])
+def test_gpu_one_tap_table_only_where_it_decodes_by_shifts(sizes, kernel, stride, channels, groups, dtype, by_shifts):
+    """IREE 3.13's CUDA code for the one tap-table gather failed to compile
+    where its flat index is divided by a size other than a power of two
+    ("Cannot select: v2i16,v2i16 = umul_lohi"): such layers take a table
+    per phase, and compile."""
+    out = [geometry.conv_output_size(i, k, s, 1, 1) for i, k, s in zip(sizes, kernel, stride)]
+    dy, x = torch.zeros(8, channels, *out, dtype=dtype), torch.zeros(8, channels, *sizes, dtype=dtype)
+    w = torch.zeros(channels, channels // groups, *kernel, dtype=dtype)
+    configuration = functional.spec_of(dy, x, w, None, list(stride), [1] * len(sizes), [1] * len(sizes), False,
+                                       [0] * len(sizes), groups, [True, False, False])
+    live, _ = phases._live_phases(configuration)
+    assert tap_tables.decodes_by_shifts(configuration, live) == by_shifts
+    with targets.lowering_for("cuda"):
+        assert phases.choose_form(configuration) == "per-phase"
+    if not by_shifts:
+        functional.compile(functional.lowered(configuration, target="cuda"), "cuda")

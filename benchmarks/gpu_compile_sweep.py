@@ -1,0 +1,87 @@
+"""Random layers at realistic sizes (n4-n8, 16-64 channels, 1-D up to 220,
+2-D up to 40x40, 3-D up to 14^3; kernels 1-5, strides 1-3 per dim,
+dilation, groups, transposed, f32/f16/bf16), all three gradients with a
+bias, lowered and compiled for CUDA and gfx942: what fails to compile at
+sizes where IREE picks its MMA code, which the CI sweep's small cases
+never reach. One JSON line per (layer, target), with the first error
+lines of a failure.
+
+    ./dev python -m benchmarks.gpu_compile_sweep SEED SECONDS OUT.jsonl
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import time
+from typing import Optional
+
+import torch
+
+from iree_bwdconv import functional, geometry, pipeline
+from iree_bwdconv.errors import InvalidArgumentError, PipelineError
+
+_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+_SIZES = {1: (80, 220), 2: (14, 40), 3: (8, 14)}
+
+
+def draw(rng: random.Random) -> Optional[dict]:
+    """A random layer, or None where its output would be empty."""
+    rank = rng.choice((1, 2, 2, 3))
+    kernel = [rng.choice((1, 2, 3, 3, 5)) for _ in range(rank)]
+    stride = [rng.choice((1, 2, 2, 3)) for _ in range(rank)]
+    dilation = [rng.choice((1, 1, 1, 2)) for _ in range(rank)]
+    padding = [rng.randrange(0, (d * (k - 1)) // 2 + 2) for k, d in zip(kernel, dilation)]
+    sizes = [rng.randrange(*_SIZES[rank]) for _ in range(rank)]
+    c, k = rng.choice((16, 32, 64)), rng.choice((16, 32, 64))
+    groups = rng.choice((1, 1, 2, 4, 16))
+    groups = groups if c % groups == 0 and k % groups == 0 else 1
+    transposed = rng.random() < 0.2
+    output_padding = [rng.randrange(max(s, d)) if transposed else 0 for s, d in zip(stride, dilation)]
+    if transposed:
+        out = [(i - 1) * s - 2 * p + d * (kk - 1) + op + 1
+               for i, s, p, d, kk, op in zip(sizes, stride, padding, dilation, kernel, output_padding)]
+    else:
+        out = [geometry.conv_output_size(i, kk, s, p, d) for i, kk, s, p, d in zip(sizes, kernel, stride, padding, dilation)]
+    if min(out) < 1:
+        return None
+    return dict(n=rng.choice((4, 8)), c=c, k=k, sizes=sizes, out=out, kernel=kernel, stride=stride, padding=padding,
+                dilation=dilation, groups=groups, transposed=transposed, output_padding=output_padding,
+                dtype=rng.choice(("f16", "f16", "bf16", "f32")))
+
+
+def compile_for(layer: dict, target: str) -> str:
+    dtype = _DTYPES[layer["dtype"]]
+    n, c, k, groups = layer["n"], layer["c"], layer["k"], layer["groups"]
+    weight = [c, k // groups] if layer["transposed"] else [k, c // groups]
+    dy, x = torch.zeros(n, k, *layer["out"], dtype=dtype), torch.zeros(n, c, *layer["sizes"], dtype=dtype)
+    w = torch.zeros(*weight, *layer["kernel"], dtype=dtype)
+    spec = functional.spec_of(dy, x, w, [k], layer["stride"], layer["padding"], layer["dilation"], layer["transposed"],
+                              layer["output_padding"], groups, [True, True, True])
+    functional.clear_cache()
+    try:
+        pipeline.iree_compile(functional.lowered(spec, (k,), target=target), target)
+    except PipelineError as err:
+        return "FAIL " + " | ".join(line for line in err.diagnostics.splitlines() if "error" in line.lower())[:300]
+    return "ok"
+
+
+def main(seed: int, seconds: float, out_path: str) -> None:
+    rng, deadline = random.Random(seed), time.time() + seconds
+    with open(out_path, "a") as out:
+        while time.time() < deadline:
+            layer = draw(rng)
+            if layer is None:
+                continue
+            for target in ("cuda", "gfx942"):
+                try:
+                    result = compile_for(layer, target)
+                except InvalidArgumentError:
+                    break
+                out.write(json.dumps(dict(layer, target=target, result=result)) + "\n")
+                out.flush()
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), float(sys.argv[2]), sys.argv[3])
