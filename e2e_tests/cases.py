@@ -24,6 +24,9 @@ register(case((2, 3, 13), 5, (4,), stride=(2,), padding=(3,), dilation=(2,)))
 register(case((2, 8, 9, 9), 8, (3, 3), stride=(2, 2), padding=(1, 1), groups=4, dtype="f16"))
 register(case((2, 8, 9, 9), 8, (3, 3), stride=(2, 2), padding=(1, 1), groups=4))
 register(case((2, 6, 10, 10), 6, (3, 3), stride=(2, 2), padding=(1, 1), groups=6))
+# 8 input and 32 output channels a group: gfx942 widens the phases to f32
+# (IREE did not compile them in f16 for it); CUDA keeps f16.
+register(case((2, 16, 9, 9), 64, (3, 3), stride=(2, 2), padding=(1, 1), groups=2, dtype="f16"))
 register(case((2, 4, 8, 8), 8, (5, 5), padding=(2, 2), groups=4))
 register(case((2, 4, 7, 7, 7), 4, (3, 3, 3), stride=(2, 1, 2), padding=(1, 1, 1), groups=2))
 # A grouped 1x3 kernel in bf16, whose weight gradient takes the contraction

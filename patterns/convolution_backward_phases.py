@@ -471,12 +471,28 @@ def computes_in_f32(spec: ConvBackwardSpec, form: str) -> bool:
     dtype, a lone one too (gcd(s, d) > 1: right on the H200, 1.25x-2.5x
     faster than widened whole; docs/performance.md, "Dilated layers on
     GPUs").
+    On gfx942 grouped layers with few input channels a group widen whole
+    (`_narrow_groups_on_gfx942`).
     The sub-pixel form was not checked and widens. gfx942's code comes
     from the same IREE pipeline, so it is treated alike. col2im and the
     direct form were right in f16 on every layer checked and keep it."""
     live = _live_phases(spec)[0]
     grouped_one_tap = form == "per-phase" and spec.groups > 1 and len(live) == 1 and _widened_phase(spec, live[0])
-    return targets.half_precision_on_gpu(spec.dtype) and (form == "sub-pixel" or grouped_one_tap)
+    narrow = form == "per-phase" and _narrow_groups_on_gfx942(spec)
+    return targets.half_precision_on_gpu(spec.dtype) and (form == "sub-pixel" or grouped_one_tap or narrow)
+
+
+def _narrow_groups_on_gfx942(spec: ConvBackwardSpec) -> bool:
+    """Grouped layers with fewer than 16 input channels a group and 32 or
+    more output channels a group, whose f16/bf16 phase convolutions IREE
+    3.13 did not compile for gfx942 (8 and 32 a group, 3x3 and 5x5 kernels,
+    2-D and 3-D: "uses 69632 bytes of shared memory; exceeded the limit of
+    65536"; with 4 or 16 input channels a group, or 16 output channels, it
+    compiled; widening only the phases, whose conversions IREE fuses into
+    them, did not help: docs/performance.md, "Random layers compiled for
+    GPUs"). CUDA compiled all of them."""
+    c_group, f_group = spec.in_channels // spec.groups, spec.out_channels // spec.groups
+    return targets.current() == "gfx942" and spec.groups > 1 and c_group < 16 and f_group >= 32
 
 
 def _in_f32(build: replacement.GradInputBuilder) -> replacement.GradInputBuilder:

@@ -460,3 +460,27 @@ def test_gpu_one_tap_table_only_where_it_decodes_by_shifts(sizes, kernel, stride
         assert phases.choose_form(configuration) == "per-phase"
     if not by_shifts:
         functional.compile(functional.lowered(configuration, target="cuda"), "cuda")
+
+
+@pytest.mark.parametrize("in_channels, out_channels, groups, widened", [
+    (16, 64, 2, True),     # 8 and 32 channels a group
+    (64, 512, 8, True),
+    (32, 64, 2, False),    # 16 input channels a group
+    (16, 32, 2, False),    # 16 output channels a group
+])
+def test_gfx942_grouped_phases_with_few_input_channels_widen(in_channels, out_channels, groups, widened):
+    """IREE 3.13 did not compile the f16/bf16 phase convolutions of grouped
+    layers with 8 input and 32 output channels a group for gfx942 (too much
+    shared memory); there the form widens to f32 whole, and compiles.
+    CUDA compiled them and keeps f16."""
+    dy = torch.zeros(8, out_channels, 14, 14, dtype=torch.float16)
+    x = torch.zeros(8, in_channels, 28, 28, dtype=torch.float16)
+    w = torch.zeros(out_channels, in_channels // groups, 3, 3, dtype=torch.float16)
+    configuration = functional.spec_of(dy, x, w, None, [2, 2], [1, 1], [1, 1], False, [0, 0], groups,
+                                       [True, False, False])
+    for target in ("gfx942", "cuda"):
+        with targets.lowering_for(target):
+            assert phases.choose_form(configuration) == "per-phase"
+            assert phases.computes_in_f32(configuration, "per-phase") == (widened and target == "gfx942")
+    if widened:
+        functional.compile(functional.lowered(configuration, target="gfx942"), "gfx942")
