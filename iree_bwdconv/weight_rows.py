@@ -60,15 +60,29 @@ def intensity(spec: ConvBackwardSpec) -> float:
 
 def applies(spec: ConvBackwardSpec) -> bool:
     """A GPU target, an ungrouped, untransposed 1x1 kernel with a static
-    batch; in f32 with at least F32_MIN_INTENSITY, in f16/bf16 where the
-    positions need padding with at least MIN_PADDED_INTENSITY."""
+    batch, unless `_one_strided_dim_unpadded`; in f32 with at least
+    F32_MIN_INTENSITY, in f16/bf16 where the positions need padding with at
+    least MIN_PADDED_INTENSITY."""
     if targets.current() == "cpu" or any(k != 1 for k in spec.kernel):
         return False
-    if spec.groups != 1 or spec.transposed or spec.batch is None:
+    if spec.groups != 1 or spec.transposed or spec.batch is None or _one_strided_dim_unpadded(spec):
         return False
     if not targets.half_precision_on_gpu(spec.dtype):
         return intensity(spec) >= F32_MIN_INTENSITY
     return not padded_positions(spec) or intensity(spec) >= MIN_PADDED_INTENSITY
+
+
+def _one_strided_dim_unpadded(spec: ConvBackwardSpec) -> bool:
+    """Positions along one dim only, strided, and a multiple of
+    POSITION_MULTIPLE (so not padded): IREE 3.13 did not compile this
+    form's contraction for CUDA or gfx942 ("failed to pack reduction
+    dimensions for partial reduction"; 1-D at stride 2 and 3 with 48, 64
+    and 96 positions, f16, bf16 and f32, and 1 x 64 at stride (1, 2)).
+    With the positions padded, over two dims, or unstrided it compiled,
+    and im2col compiled on all of them (docs/performance.md, "Random
+    layers compiled for GPUs")."""
+    long_dims = [axis for axis, size in enumerate(spec.output_spatial) if size > 1]
+    return len(long_dims) == 1 and spec.stride[long_dims[0]] > 1 and padded_positions(spec) == 0
 
 
 def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value, split: int) -> ir.Value:

@@ -80,3 +80,24 @@ def test_right_on_the_cpu(dtype, n, size, stride, padding, monkeypatch):
     grad_weight = runtime.run(pipeline.iree_compile(mlir, "cpu"), [dy, x, w])[0]
     (comparison,) = reference.compare([None, grad_weight, None], dy, x, w, arguments)
     assert comparison.ok, comparison
+
+
+@pytest.mark.parametrize("sizes, stride, padding, dtype", [
+    ((128,), (2,), (0,), torch.float16),     # 64 positions
+    ((188,), (3,), (1,), torch.float32),
+    ((1, 126), (1, 2), (0, 1), torch.bfloat16),
+])
+def test_one_strided_dim_of_unpadded_positions_takes_im2col(sizes, stride, padding, dtype):
+    """Positions along one strided dim, a multiple of 16 long: IREE 3.13 did
+    not compile the rows' contraction for CUDA or gfx942 ("failed to pack
+    reduction dimensions for partial reduction"). They take im2col, which
+    compiles for both."""
+    out = [geometry.conv_output_size(i, 1, s, p, 1) for i, s, p in zip(sizes, stride, padding)]
+    dy, x = torch.zeros(4, 256, *out, dtype=dtype), torch.zeros(4, 256, *sizes, dtype=dtype)
+    w = torch.zeros(256, 256, *[1] * len(sizes), dtype=dtype)  # 128 multiply-adds per element: rows in f32 too
+    spec = functional.spec_of(dy, x, w, None, list(stride), list(padding), [1] * len(sizes), False,
+                              [0] * len(sizes), 1, [False, True, False])
+    for target in ("cuda", "gfx942"):
+        with targets.lowering_for(target):
+            assert not weight_rows.applies(spec)
+        functional.compile(functional.lowered(spec, target=target), target)
