@@ -75,6 +75,7 @@ _LAYERS = (
     _layer("k3_s2_1d", 8, 64, 64, 201, (3,), 2, 1, 1, "auto"),
     _layer("k5_s2_g4_1d", 8, 64, 64, 200, (5,), 2, 2, 4, "auto"),
     _layer("k1_s2_1d", 8, 64, 128, 200, (1,), 2, 0, 1, "auto"),
+    _layer("k1_s2_l128_1d", 8, 256, 256, 128, (1,), 2, 0, 1, "auto"),  # 64 positions: im2col, not rows
     _layer("k3_s2_d2_1d", 8, 64, 64, 200, (3,), 2, 2, 1, "auto", dilation=2),  # one strided dim: woven
     _layer("k3_s2_d2_g4_1d", 8, 64, 64, 200, (3,), 2, 2, 4, "auto", dilation=2),
     _layer("k3_s2_c48_1d", 8, 48, 48, 200, (3,), 2, 1, 1, "auto"),
@@ -121,7 +122,7 @@ _LAYERS = (
 _BF16 = ("3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1", "1x1_s2_odd", "1x1_s2_h1", "1x1_s2_g4", "3x3_s2_c3", "3x3_s2_g32", "3x3_s1_c64", "forward_1x1_s1",
          "3x3_s2_g32_per_phase", "3x3_s2_g4_odd_per_phase", "5x5_s2_g8_per_phase", "dw3x3_s2_per_phase",
          "3x3_s1_g4", "3x3_s1_g32_c128", "3x3_s2_d2_g4", "3x3_s2_d3_g4", "3x3_s2_d2_g32",
-         "k3_s2_1d", "k5_s2_g4_1d", "k3_s2_d2_1d", "k3_s2_d2_g4_1d", "3x3x3_s2", "3x3x3_s1_g4",
+         "k3_s2_1d", "k5_s2_g4_1d", "k1_s2_l128_1d", "k3_s2_d2_1d", "k3_s2_d2_g4_1d", "3x3x3_s2", "3x3x3_s1_g4",
          "3x3_s1x2")
 # Cases whose results IREE 3.13's CUDA code got wrong on the H100 when last
 # run, with what is known; `check_on_gpu.py` reports them apart.
