@@ -22,6 +22,18 @@ def spec(channels: int, out_channels: int, kernel: int, stride: int, padding: in
                               [True, False, False])
 
 
+def spec_nd(batch: int, channels: int, out_channels: int, sizes: tuple[int, ...], kernel: tuple[int, ...],
+            stride: tuple[int, ...], padding: tuple[int, ...], dilation: tuple[int, ...] | None = None,
+            groups: int = 1, dtype: torch.dtype = torch.float16, mask: tuple[bool, bool, bool] = (True, False, False)):
+    """A configuration of any rank, traced on zeros."""
+    dilation = dilation or (1,) * len(sizes)
+    out = [geometry.conv_output_size(*dim) for dim in zip(sizes, kernel, stride, padding, dilation)]
+    dy, x = torch.zeros(batch, out_channels, *out, dtype=dtype), torch.zeros(batch, channels, *sizes, dtype=dtype)
+    w = torch.zeros(out_channels, channels // groups, *kernel, dtype=dtype)
+    return functional.spec_of(dy, x, w, None, list(stride), list(padding), list(dilation), False, [0] * len(sizes),
+                              groups, list(mask))
+
+
 @pytest.mark.parametrize("channels, out_channels, kernel, stride, padding, groups, gpu_form, gpu_f32_form, cpu_form", [
     (3, 64, 7, 2, 3, 1, "col2im", "col2im", "col2im"),       # ResNet-50's stem: narrow
     (3, 64, 5, 2, 2, 1, "col2im", "col2im", "col2im"),
@@ -402,11 +414,8 @@ def test_gpu_grouped_one_wide_weight_gradient_forms(channels, groups, kernel, st
     """Grouped kernels with a dim of 1 for CUDA at n32: the contraction,
     always read as f32 in f16/bf16, unstrided with at most 16 channels a
     group (`GROUPED_ONE_WIDE_MAX_CHANNELS`); else im2col."""
-    x = torch.zeros(32, channels, 28, 28, dtype=dtype)
-    w = torch.zeros(channels, channels // groups, *kernel, dtype=dtype)
-    dy = torch.zeros(32, channels, *(geometry.conv_output_size(28, k, stride, 0, 1) for k in kernel), dtype=dtype)
-    configuration = functional.spec_of(dy, x, w, None, [stride] * 2, [0, 0], [1, 1], False, [0, 0], groups,
-                                       [False, True, False])
+    configuration = spec_nd(32, channels, channels, (28, 28), kernel, (stride,) * 2, (0, 0), groups=groups,
+                            dtype=dtype, mask=(False, True, False))
     with targets.lowering_for("cuda"):
         taken = ("im2col" if gradients.grad_weight_by_im2col(configuration)
                  else "widened" if gradients.grouped_contraction_widened(configuration) else "contraction")
@@ -426,11 +435,7 @@ def test_gpu_lone_phase_strided_in_one_dim_is_woven(sizes, kernel, stride, dilat
     fused into the phase's MMA convolution for CUDA and gfx942 at this size
     ("LLVM Translation failed for operation: builtin.unrealized_conversion_cast").
     It is woven with zeros along that dim instead, and compiles."""
-    out = [geometry.conv_output_size(i, k, s, d, d) for i, k, s, d in zip(sizes, kernel, stride, dilation)]
-    dy, x = torch.zeros(8, 64, *out, dtype=dtype), torch.zeros(8, 64, *sizes, dtype=dtype)
-    w = torch.zeros(64, 64 // groups, *kernel, dtype=dtype)
-    configuration = functional.spec_of(dy, x, w, None, list(stride), list(dilation), list(dilation), False,
-                                       [0] * len(sizes), groups, [True, False, False])
+    configuration = spec_nd(8, 64, 64, sizes, kernel, stride, dilation, dilation, groups, dtype)
     for target in ("cuda", "gfx942"):
         mlir = functional.lowered(configuration, target=target)
         inserts = [line for line in mlir.splitlines() if "tensor.insert_slice" in line]
@@ -449,11 +454,8 @@ def test_gpu_one_tap_table_only_where_it_decodes_by_shifts(sizes, kernel, stride
     where its flat index is divided by a size other than a power of two
     ("Cannot select: v2i16,v2i16 = umul_lohi"): such layers take a table
     per phase, and compile."""
-    out = [geometry.conv_output_size(i, k, s, 1, 1) for i, k, s in zip(sizes, kernel, stride)]
-    dy, x = torch.zeros(8, channels, *out, dtype=dtype), torch.zeros(8, channels, *sizes, dtype=dtype)
-    w = torch.zeros(channels, channels // groups, *kernel, dtype=dtype)
-    configuration = functional.spec_of(dy, x, w, None, list(stride), [1] * len(sizes), [1] * len(sizes), False,
-                                       [0] * len(sizes), groups, [True, False, False])
+    configuration = spec_nd(8, channels, channels, sizes, kernel, stride, (1,) * len(sizes), groups=groups,
+                            dtype=dtype)
     live, _ = phases._live_phases(configuration)
     assert tap_tables.decodes_by_shifts(configuration, live) == by_shifts
     with targets.lowering_for("cuda"):
@@ -473,11 +475,7 @@ def test_gfx942_grouped_phases_with_few_input_channels_widen(in_channels, out_ch
     layers with 8 input and 32 output channels a group for gfx942 (too much
     shared memory); there the form widens to f32 whole, and compiles.
     CUDA compiled them and keeps f16."""
-    dy = torch.zeros(8, out_channels, 14, 14, dtype=torch.float16)
-    x = torch.zeros(8, in_channels, 28, 28, dtype=torch.float16)
-    w = torch.zeros(out_channels, in_channels // groups, 3, 3, dtype=torch.float16)
-    configuration = functional.spec_of(dy, x, w, None, [2, 2], [1, 1], [1, 1], False, [0, 0], groups,
-                                       [True, False, False])
+    configuration = spec_nd(8, in_channels, out_channels, (28, 28), (3, 3), (2, 2), (1, 1), groups=groups)
     for target in ("gfx942", "cuda"):
         with targets.lowering_for(target):
             assert phases.choose_form(configuration) == "per-phase"
