@@ -43,12 +43,13 @@ def default_dir() -> Path:
 
 @functools.cache
 def lowering_digest() -> str:
-    """A digest of this package's own code: an edited pattern (a development
-    checkout keeps its version number) must not reuse old modules."""
+    """A digest of this package's own code and kernels: an edited pattern (a
+    development checkout keeps its version number) must not reuse old modules."""
     digest = hashlib.sha256()
     root = Path(__file__).parent
     patterns_dir = Path(importlib.import_module("iree_bwdconv.patterns").__file__).parent
-    for path in sorted([*root.glob("*.py"), *patterns_dir.glob("*.py")]):
+    kernels = [*(root / "kernels").glob("*.py"), *(root / "kernels").glob("*.ptx"), root / "kernels" / "kernels.json"]
+    for path in sorted([*root.glob("*.py"), *patterns_dir.glob("*.py"), *kernels]):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 

@@ -1,0 +1,110 @@
+"""Hand-written CUDA kernels that the lowering dispatches where IREE 3.13's
+own code for a contraction stays far from its matmul (docs/performance.md,
+"A kernel of our own for the strided 1x1 GEMM").
+
+One kernel so far: grad_input of an ungrouped 1x1 kernel with a stride, in
+f16/bf16 (`strided_1x1_grad_input.py`, its Triton source). The package
+ships its PTX for sm_80, one variant per dtype and per alignment of dy's
+rows, which Triton turns into 16-byte (8), 4-byte (2) or 2-byte (1) loads;
+`generate.py` rewrites them. This module is pure Python: it picks a variant
+and computes the kernel's arguments, and knows nothing of MLIR.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+HERE = Path(__file__).parent
+MANIFEST = HERE / "kernels.json"
+KERNEL = "strided_1x1_grad_input"
+# The i32 arguments after the three buffers (w, dy, dx), in the kernel's order.
+ARGUMENTS = ("C", "K", "OHW", "OW", "H", "W", "S_H", "S_W", "P_H", "P_W")
+DTYPES = {"f16": "fp16", "bf16": "bf16"}
+# Divisibility of OHW hinted to Triton per variant; C is always hinted 8.
+ROW_ALIGNMENTS = (8, 2, 1)
+CHANNEL_MULTIPLE = 8
+# One tile config for every variant: (BLOCK_C, BLOCK_Q, BLOCK_K, warps, stages).
+# Eight others (64-256 channels, 64-256 positions, 64 deep, 4 warps, 4
+# stages) were level with it within the H100's noise on the six strided 1x1
+# layers measured, none faster on every one (docs/performance.md).
+TILE = (128, 128, 32, 8, 3)
+# Layers with fewer input channels than a tile keep the linalg GEMM: on c32
+# (a quarter of a tile) the kernel ran 0.58-0.63 ms against its 0.40-0.46,
+# and a tile of 32 channels 0.60.
+MIN_CHANNELS = TILE[0]
+# Offsets and sizes inside one image are 32-bit in the kernel.
+MAX_IMAGE_ELEMENTS = 2**31 - 1
+# The grid's z is the image; CUDA allows 65535.
+MAX_IMAGES = 65535
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str  # the PTX entry point
+    ptx: Path
+    workgroup_size: tuple[int, int, int]
+    shared_memory: int  # bytes of dynamic shared memory per workgroup
+    block_channels: int
+    block_positions: int
+
+
+def variant_name(dtype: str, row_alignment: int) -> str:
+    return f"{KERNEL}_{dtype}_a{row_alignment}"
+
+
+@functools.cache
+def _manifest() -> dict:
+    return json.loads(MANIFEST.read_text())
+
+
+def row_alignment(positions: int) -> int:
+    """The largest hinted alignment that dy's rows of `positions` elements keep."""
+    return next(a for a in ROW_ALIGNMENTS if positions % a == 0)
+
+
+def variant(dtype: str, positions: int) -> Variant:
+    """The kernel for `dtype` whose loads suit dy rows of `positions` (OH*OW)."""
+    return variant_by_name(variant_name(dtype, row_alignment(positions)))
+
+
+def variant_by_name(name: str) -> Variant:
+    entry = _manifest()[name]
+    return Variant(name, HERE / entry["ptx"], tuple(entry["workgroup_size"]), entry["shared_memory"],
+                   entry["block"][0], entry["block"][1])
+
+
+def as_2d(sizes: Sequence[int]) -> tuple[int, int]:
+    """A 1-D or 2-D spatial size as the kernel's (H, W)."""
+    if len(sizes) not in (1, 2):
+        raise ValueError(f"spatial rank {len(sizes)}: the kernel takes 1-D and 2-D layers")
+    return (1, sizes[0]) if len(sizes) == 1 else (sizes[0], sizes[1])
+
+
+def arguments(
+    in_channels: int, out_channels: int, input_size: Sequence[int], output_size: Sequence[int],
+    stride: Sequence[int], padding: Sequence[int],
+) -> tuple[int, ...]:
+    """The kernel's i32 arguments, in `ARGUMENTS` order, for dx [n, C, *input_size]
+    from dy [n, K, *output_size]."""
+    (h, w), (oh, ow) = as_2d(input_size), as_2d(output_size)
+    (s_h, s_w), (p_h, p_w) = as_2d(stride), as_2d(padding)
+    if len(input_size) == 1:
+        s_h, p_h = 1, 0
+    return (in_channels, out_channels, oh * ow, ow, h, w, s_h, s_w, p_h, p_w)
+
+
+def grid(in_channels: int, output_positions: int, batch: int, v: Variant) -> tuple[int, int, int]:
+    """Workgroups: (position tiles, channel tiles, images)."""
+    return (-(-output_positions // v.block_positions), -(-in_channels // v.block_channels), batch)
+
+
+def block_origin(index: int, stride: int, padding: int) -> tuple[int, int]:
+    """Along one dim, the (output position o, offset r) of the kernel's block
+    that writes grad_input's `index`: blocks start at o*s - p and are s long.
+    grad_input[index] is the GEMM's value at o where r == 0, else zero."""
+    o, r = divmod(index + padding, stride)
+    return o, r
