@@ -18,7 +18,7 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
 import iree_bwdconv.patterns as patterns
 
-from . import pipeline, targets
+from . import extern_kernels, pipeline, targets
 from .errors import LoweringError
 
 BACKENDS = ("linalg", "tosa", "stablehlo")
@@ -108,8 +108,11 @@ def lower_torch(raw: ir.Module, backend: str = "linalg", target: str = targets.D
     if backend == "linalg":
         with targets.lowering_for(target):
             rewrite_convolution_backward(raw)
-    pipeline.run_pipeline(raw, f"builtin.module({_BACKEND_PIPELINES[backend]})", f"{backend} backend pipeline")
-    return str(raw)
+    backend_pipeline = f"builtin.module({_BACKEND_PIPELINES[backend]})"
+    if extern_kernels.declares_kernels(raw):
+        backend_pipeline = pipeline.linalg_backend_without_contract_check(raw.context)
+    pipeline.run_pipeline(raw, backend_pipeline, f"{backend} backend pipeline")
+    return extern_kernels.link(str(raw))
 
 
 def lower(

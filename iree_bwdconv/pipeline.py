@@ -68,6 +68,22 @@ def run_pipeline(module: ir.Module, pipeline: str, stage: str) -> None:
         raise PipelineError(stage, str(err), str(path), command) from None
 
 
+CONTRACT_CHECK = "torch-verify-linalg-on-tensors-backend-contract"
+
+
+def linalg_backend_without_contract_check(context: ir.Context) -> str:
+    """The linalg backend pipeline without its last pass, the check of the
+    linalg-on-tensors contract, which refuses any `func.call`: for modules
+    that call the package's kernels (`extern_kernels`), linked only after
+    it. iree-compile verifies what the link makes."""
+    with context:
+        full = str(PassManager.parse(f"builtin.module({LINALG_BACKEND})"))
+    tail = f",{CONTRACT_CHECK})"
+    if not full.endswith(tail):
+        raise PipelineError("linalg backend pipeline", f"does not end with {CONTRACT_CHECK}: {full}", "", "")
+    return full.removesuffix(tail) + ")"
+
+
 def load_torch_conversion_dialect(context: ir.Context) -> None:
     """Load torch_c, which the patterns' casts belong to, into `context`.
 

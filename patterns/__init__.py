@@ -14,7 +14,7 @@ from typing import Callable, Optional
 from torch_mlir import ir
 from torch_mlir.rewrite import PatternRewriter, RewritePatternSet, apply_patterns_and_fold_greedily
 
-from . import convolution_backward, convolution_backward_phases, convolution_forward
+from . import convolution_backward, convolution_backward_kernel, convolution_backward_phases, convolution_forward
 
 RewriteFn = Callable[[ir.Operation, PatternRewriter], Optional[str]]
 
@@ -28,6 +28,12 @@ class Pattern:
 
 
 REGISTRY: tuple[Pattern, ...] = (
+    Pattern(
+        "convolution_backward_kernel",
+        convolution_backward_kernel.ROOT,
+        convolution_backward_kernel.rewrite,
+        convolution_backward_kernel.BENEFIT,
+    ),
     Pattern(
         "convolution_backward_phases",
         convolution_backward_phases.ROOT,

@@ -1,0 +1,127 @@
+"""Calls of the package's own kernels (`kernels.catalog`), made into IREE
+`hal.dispatch.extern` ops.
+
+The patterns build IR with torch-mlir's bindings, which have no HAL
+dialect, so a pattern that hands a computation to a kernel emits a call of
+a private declaration `@iree_bwdconv.kernel.*` carrying the kernel's name
+and the layer's stride and padding. `link` runs on the finished linalg
+module in IREE's bindings: each such call becomes one extern dispatch of
+the kernel's PTX (embedded, so the IR compiles anywhere), and the
+declarations go. The HAL attributes have no Python builders; they are
+parsed from their short textual forms.
+"""
+
+from __future__ import annotations
+
+from iree.compiler import ir
+from iree.compiler.dialects import arith, hal
+
+from .kernels import catalog
+
+PREFIX = "iree_bwdconv.kernel."
+KERNEL = "iree_bwdconv.kernel"
+STRIDE = "iree_bwdconv.stride"
+PADDING = "iree_bwdconv.padding"
+# The executable target the PTX is keyed by: the CUDA target of
+# `pipeline.TARGET_FLAGS`.
+CUDA_TARGET = '#hal.executable.target<"cuda", "cuda-nvptx-fb", {target_arch = "sm_80"}>'
+
+
+def symbol(name: str) -> str:
+    return PREFIX + name
+
+
+def declares_kernels(module) -> bool:
+    """Whether `module` (in either binding's IR) declares a kernel."""
+    return any(op.operation.name == "func.func" and str(op.attributes["sym_name"]).strip('"').startswith(PREFIX)
+               for op in module.body.operations)
+
+
+def link(text: str) -> str:
+    """`text` with every kernel call made an extern dispatch (unchanged
+    where it has none)."""
+    if PREFIX not in text:
+        return text
+    with ir.Context() as context, ir.Location.unknown():
+        module = ir.Module.parse(text)
+        calls, declarations = [], []
+        for function in module.body.operations:
+            if ir.StringAttr(function.attributes["sym_name"]).value.startswith(PREFIX):
+                declarations.append(function)
+                continue
+            function.operation.walk(lambda op: _collect(op, calls))
+        for call in calls:
+            _replace(call)
+        for declaration in declarations:
+            declaration.operation.erase()
+        del context
+        return str(module)
+
+
+def _collect(op: ir.Operation, calls: list) -> ir.WalkResult:
+    if op.name == "func.call" and KERNEL in op.attributes:
+        calls.append(op)
+    return ir.WalkResult.ADVANCE
+
+
+def _ints(attr: ir.Attribute) -> list[int]:
+    return list(ir.DenseI64ArrayAttr(attr))
+
+
+def _replace(call: ir.Operation) -> None:
+    weight, grad_output = call.operands
+    dx_type = ir.RankedTensorType(call.results[0].type)
+    dy_shape = ir.RankedTensorType(grad_output.type).shape
+    weight_shape = ir.RankedTensorType(weight.type).shape
+    batch, in_channels, out_channels = dx_type.shape[0], dx_type.shape[1], weight_shape[0]
+    input_size, output_size = dx_type.shape[2:], dy_shape[2:]
+    name = ir.StringAttr(call.attributes[KERNEL]).value
+    variant = catalog.variant_by_name(name)
+    arguments = catalog.arguments(in_channels, out_channels, input_size, output_size,
+                                  _ints(call.attributes[STRIDE]), _ints(call.attributes[PADDING]))
+    positions = arguments[catalog.ARGUMENTS.index("OHW")]
+    index, i32 = ir.IndexType.get(), ir.IntegerType.get_signless(32)
+    with ir.InsertionPoint(call), call.location:
+        constants = [arith.ConstantOp(i32, value).result for value in arguments]
+        workload = [arith.ConstantOp(index, value).result for value in (positions, in_channels, batch)]
+        dispatch = hal.DispatchExternOp(
+            [dx_type], variant.name, workload, [*constants, weight, grad_output], [], [],
+            _layout(len(arguments)), [ir.Attribute.parse(CUDA_TARGET)],
+            ir.ArrayAttr.get([ir.IntegerAttr.get(index, 0)]), [ir.ArrayAttr.get([_object(variant)])], 1,
+            workgroup_size=ir.ArrayAttr.get([ir.IntegerAttr.get(index, v) for v in variant.workgroup_size]),
+            subgroup_size=ir.IntegerAttr.get(index, 32),
+            workgroup_local_memory=ir.IntegerAttr.get(index, variant.shared_memory),
+        )
+        _count_region(dispatch, variant)
+    call.results[0].replace_all_uses_with(dispatch.results[0])
+    call.erase()
+
+
+def _layout(constants: int) -> ir.Attribute:
+    """Bindings w and dy read-only, then dx; `constants` i32 push constants."""
+    read = "#hal.pipeline.binding<storage_buffer, ReadOnly>"
+    return ir.Attribute.parse(
+        f"#hal.pipeline.layout<constants = {constants}, bindings = [{read}, {read}, "
+        "#hal.pipeline.binding<storage_buffer>]>")
+
+
+def _object(variant: catalog.Variant) -> ir.Attribute:
+    data = variant.ptx.read_bytes()
+    return ir.Attribute.parse(
+        f'#hal.executable.object<{{path = "{variant.ptx.name}", '
+        f'data = dense<"0x{data.hex().upper()}"> : vector<{len(data)}xi8>}}>')
+
+
+def _count_region(dispatch: hal.DispatchExternOp, variant: catalog.Variant) -> None:
+    """Workgroups from the workload (positions, channels, images), as `catalog.grid`."""
+    index = ir.IndexType.get()
+    block = dispatch.regions[0].blocks.append(ir.Type.parse("!hal.device"), index, index, index)
+    with ir.InsertionPoint(block):
+        positions, channels, images = block.arguments[1:]
+        tiles = [_ceil_div(positions, variant.block_positions), _ceil_div(channels, variant.block_channels)]
+        hal.ReturnOp([*tiles, images])
+
+
+def _ceil_div(value: ir.Value, divisor: int) -> ir.Value:
+    index = ir.IndexType.get()
+    return arith.CeilDivUIOp(value, arith.ConstantOp(index, divisor).result).result

@@ -1,0 +1,150 @@
+// RUN: iree-bwdconv opt --pattern convolution_backward_kernel --target cuda --split-input-file %s 2>%t.notes | FileCheck %s
+// RUN: FileCheck --check-prefix=NOTE %s < %t.notes
+// RUN: iree-bwdconv opt --pattern convolution_backward_kernel --target gfx942 --split-input-file %s 2>&1 >/dev/null | FileCheck --check-prefix=GFX942 %s
+// NOTE: convolution_backward_kernel did not match torch.aten.convolution_backward {{.*}}: dtype f32: the kernel is f16/bf16
+// NOTE: convolution_backward_kernel did not match torch.aten.convolution_backward {{.*}}: 12 input channels: the kernel reads the weight 8 channels at a time
+// NOTE: convolution_backward_kernel did not match torch.aten.convolution_backward {{.*}}: 64 input channels, fewer than a tile's 128: the linalg GEMM was faster there
+// GFX942: convolution_backward_kernel did not match torch.aten.convolution_backward {{.*}}: the kernel is CUDA PTX; the target is gfx942
+
+// 1x1 stride 2 in f16 for CUDA: grad_input is one call of the kernel, on the
+// weight and grad_output as they are (no transpose, no zeros made here: the
+// kernel writes them). dy has 16 positions an image: the variant that reads
+// them 8 at a time (a8). Its stride and padding ride on the call.
+// CHECK-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16
+// CHECK-NOT:     linalg.generic
+// CHECK:         call @iree_bwdconv.kernel.strided_1x1_grad_input_f16_a8(%{{.*}}, %{{.*}}) {iree_bwdconv.kernel = "strided_1x1_grad_input_f16_a8", iree_bwdconv.padding = array<i64: 0, 0>, iree_bwdconv.stride = array<i64: 2, 2>} : (tensor<16x128x1x1xf16>, tensor<2x16x4x4xf16>) -> tensor<2x128x8x8xf16>
+// CHECK-NOT:     linalg.generic
+// CHECK:         return
+// CHECK:       func.func private @iree_bwdconv.kernel.strided_1x1_grad_input_f16_a8(tensor<16x128x1x1xf16>, tensor<2x16x4x4xf16>) -> tensor<2x128x8x8xf16>
+
+func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16(%arg0: !torch.vtensor<[2,16,4,4],f16>, %arg1: !torch.vtensor<[2,128,8,8],f16>, %arg2: !torch.vtensor<[16,128,1,1],f16>) -> !torch.vtensor<[2,128,8,8],f16> {
+  %true = torch.constant.bool true
+  %false = torch.constant.bool false
+  %none = torch.constant.none
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %int2 = torch.constant.int 2
+  %0 = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %true, %false, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,16,4,4],f16>, !torch.vtensor<[2,128,8,8],f16>, !torch.vtensor<[16,128,1,1],f16>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,128,8,8],f16>, !torch.none, !torch.none
+  return %result0 : !torch.vtensor<[2,128,8,8],f16>
+}
+
+// -----
+
+// 1-D, stride 3, padding 1, bf16: dy's 5 positions take the variant of
+// 2-byte loads (a1).
+// CHECK-LABEL: func.func @grad_input_1d_k1_s3_p1_d1_g1_bf16
+// CHECK:         call @iree_bwdconv.kernel.strided_1x1_grad_input_bf16_a1(%{{.*}}, %{{.*}}) {iree_bwdconv.kernel = "strided_1x1_grad_input_bf16_a1", iree_bwdconv.padding = array<i64: 1>, iree_bwdconv.stride = array<i64: 3>} : (tensor<16x128x1xbf16>, tensor<2x16x5xbf16>) -> tensor<2x128x13xbf16>
+
+func.func @grad_input_1d_k1_s3_p1_d1_g1_bf16(%arg0: !torch.vtensor<[2,16,5],bf16>, %arg1: !torch.vtensor<[2,128,13],bf16>, %arg2: !torch.vtensor<[16,128,1],bf16>) -> !torch.vtensor<[2,128,13],bf16> {
+  %true = torch.constant.bool true
+  %false = torch.constant.bool false
+  %none = torch.constant.none
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %int3 = torch.constant.int 3
+  %0 = torch.prim.ListConstruct %int3 : (!torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int1 : (!torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1 : (!torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0 : (!torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %true, %false, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,16,5],bf16>, !torch.vtensor<[2,128,13],bf16>, !torch.vtensor<[16,128,1],bf16>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,128,13],bf16>, !torch.none, !torch.none
+  return %result0 : !torch.vtensor<[2,128,13],bf16>
+}
+
+// -----
+
+// Both gradients (training): grad_input by the kernel (dy's 18 positions:
+// a2), grad_weight as the linalg lowering builds it everywhere.
+// CHECK-LABEL: func.func @grad_2d_k1x1_s2_p0_d1_g1_f16
+// CHECK:         call @iree_bwdconv.kernel.strided_1x1_grad_input_f16_a2
+// CHECK:         linalg.generic {{.*}}reduction
+
+func.func @grad_2d_k1x1_s2_p0_d1_g1_f16(%arg0: !torch.vtensor<[2,16,3,6],f16>, %arg1: !torch.vtensor<[2,128,6,12],f16>, %arg2: !torch.vtensor<[16,128,1,1],f16>) -> (!torch.vtensor<[2,128,6,12],f16>, !torch.vtensor<[16,128,1,1],f16>) {
+  %true = torch.constant.bool true
+  %false = torch.constant.bool false
+  %none = torch.constant.none
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %int2 = torch.constant.int 2
+  %0 = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %true, %true, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,16,3,6],f16>, !torch.vtensor<[2,128,6,12],f16>, !torch.vtensor<[16,128,1,1],f16>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,128,6,12],f16>, !torch.vtensor<[16,128,1,1],f16>, !torch.none
+  return %result0, %result1 : !torch.vtensor<[2,128,6,12],f16>, !torch.vtensor<[16,128,1,1],f16>
+}
+
+// -----
+
+// f32: no kernel (the NOTE above); the phases pattern lowers it.
+// CHECK-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f32
+// CHECK-NOT:     call
+// CHECK:         torch.aten.convolution_backward
+
+func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f32(%arg0: !torch.vtensor<[2,16,4,4],f32>, %arg1: !torch.vtensor<[2,8,8,8],f32>, %arg2: !torch.vtensor<[16,8,1,1],f32>) -> !torch.vtensor<[2,8,8,8],f32> {
+  %true = torch.constant.bool true
+  %false = torch.constant.bool false
+  %none = torch.constant.none
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %int2 = torch.constant.int 2
+  %0 = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %true, %false, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,16,4,4],f32>, !torch.vtensor<[2,8,8,8],f32>, !torch.vtensor<[16,8,1,1],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,8,8,8],f32>, !torch.none, !torch.none
+  return %result0 : !torch.vtensor<[2,8,8,8],f32>
+}
+
+// -----
+
+// 12 input channels: no kernel (the NOTE above).
+// CHECK-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_c12_f16
+// CHECK-NOT:     call
+// CHECK:         torch.aten.convolution_backward
+
+func.func @grad_input_2d_k1x1_s2_p0_d1_g1_c12_f16(%arg0: !torch.vtensor<[2,16,4,4],f16>, %arg1: !torch.vtensor<[2,12,8,8],f16>, %arg2: !torch.vtensor<[16,12,1,1],f16>) -> !torch.vtensor<[2,12,8,8],f16> {
+  %true = torch.constant.bool true
+  %false = torch.constant.bool false
+  %none = torch.constant.none
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %int2 = torch.constant.int 2
+  %0 = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %true, %false, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,16,4,4],f16>, !torch.vtensor<[2,12,8,8],f16>, !torch.vtensor<[16,12,1,1],f16>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,12,8,8],f16>, !torch.none, !torch.none
+  return %result0 : !torch.vtensor<[2,12,8,8],f16>
+}
+
+// -----
+
+// 64 input channels, half a tile: the linalg GEMM (the NOTE above).
+// CHECK-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_c64_f16
+// CHECK-NOT:     call
+// CHECK:         torch.aten.convolution_backward
+
+func.func @grad_input_2d_k1x1_s2_p0_d1_g1_c64_f16(%arg0: !torch.vtensor<[2,16,4,4],f16>, %arg1: !torch.vtensor<[2,64,8,8],f16>, %arg2: !torch.vtensor<[16,64,1,1],f16>) -> !torch.vtensor<[2,64,8,8],f16> {
+  %true = torch.constant.bool true
+  %false = torch.constant.bool false
+  %none = torch.constant.none
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %int2 = torch.constant.int 2
+  %0 = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %true, %false, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,16,4,4],f16>, !torch.vtensor<[2,64,8,8],f16>, !torch.vtensor<[16,64,1,1],f16>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,64,8,8],f16>, !torch.none, !torch.none
+  return %result0 : !torch.vtensor<[2,64,8,8],f16>
+}

@@ -1,0 +1,110 @@
+"""aten.convolution_backward whose grad_input is an ungrouped strided 1x1
+kernel's, in f16/bf16 for CUDA: grad_input by a kernel of our own
+(`iree_bwdconv.kernels.catalog`), the other gradients as everywhere else.
+
+IREE 3.13 tiles the GEMM of such a grad_input by (oh, ow) and stores it
+with a stride; no linalg form of it came nearer than 1.8x-2.4x of IREE's
+own matmul on the H100 (docs/performance.md, "The strided 1x1 GEMM"). The
+kernel tiles the GEMM by flat positions and writes each tile's blocks of
+grad_input, zeros included, in one dispatch.
+
+The rewrite emits a call of a private declaration
+`@iree_bwdconv.kernel.<variant>(weight, grad_output) -> grad_input`, its
+stride and padding as attributes of the call. torch-mlir's bindings have no
+HAL dialect, so `extern_kernels.link` turns each call into a
+`hal.dispatch.extern` once the linalg pipeline has run, in IREE's.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from torch_mlir import ir
+from torch_mlir.dialects import func
+from torch_mlir.rewrite import PatternRewriter
+
+from iree_bwdconv import extern_kernels, replacement, targets
+from iree_bwdconv import linalg_builders as lb
+from iree_bwdconv.kernels import catalog
+from iree_bwdconv.spec import ConvBackwardSpec
+
+from . import convolution_backward_phases
+
+ROOT = "torch.aten.convolution_backward"
+BENEFIT = 3  # before the phases pattern, which lowers the same op otherwise
+
+
+def why_not(spec: ConvBackwardSpec) -> Optional[str]:
+    """None where the kernel computes this grad_input, else why not."""
+    if targets.current() != "cuda":
+        return f"the kernel is CUDA PTX; the target is {targets.current()}"
+    if convolution_backward_phases.forced_form() != "auto":
+        return f"{convolution_backward_phases.FORM_VARIABLE} forces a linalg form"
+    if spec.transposed:
+        return "transposed=True: grad_input is a strided convolution without zeros"
+    if not spec.output_mask[0]:
+        return "grad_input is not asked for"
+    if any(k != 1 for k in spec.kernel) or spec.groups != 1:
+        return f"kernel {spec.kernel}, groups {spec.groups}: the kernel is an ungrouped 1x1 one's"
+    if all(s == 1 for s in spec.stride):
+        return "stride 1 in every dim: the linalg GEMM runs within 1.3x of IREE's matmul there"
+    if spec.dtype not in catalog.DTYPES:
+        return f"dtype {spec.dtype}: the kernel is f16/bf16 (f32 would need it without TF32)"
+    if spec.spatial_rank > 2:
+        return f"{spec.spatial_rank}-D: the kernel takes 1-D and 2-D layers"
+    if spec.dynamic_batch:
+        return "dynamic batch: the kernel's dispatch is built for static shapes"
+    if spec.batch > catalog.MAX_IMAGES:
+        return f"batch {spec.batch}: the kernel runs an image per workgroup row, at most {catalog.MAX_IMAGES}"
+    if spec.in_channels % catalog.CHANNEL_MULTIPLE:
+        return f"{spec.in_channels} input channels: the kernel reads the weight 8 channels at a time"
+    if spec.in_channels < catalog.MIN_CHANNELS:
+        return (f"{spec.in_channels} input channels, fewer than a tile's {catalog.MIN_CHANNELS}: "
+                "the linalg GEMM was faster there")
+    per_image = max(spec.in_channels * _product(spec.input_spatial), spec.out_channels * _product(spec.output_spatial))
+    if per_image > catalog.MAX_IMAGE_ELEMENTS:
+        return f"{per_image} elements an image: the kernel's offsets are 32-bit"
+    return None
+
+
+def _product(sizes: tuple[int, ...]) -> int:
+    total = 1
+    for size in sizes:
+        total *= size
+    return total
+
+
+def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
+    """Replace the op; return None when rewritten, else the reason it was not."""
+    spec, reason = replacement.check_convolution_backward(op)
+    if spec is None:
+        return reason
+    reason = why_not(spec)
+    if reason:
+        return reason
+    module = op
+    while module.name != "builtin.module":
+        module = module.parent
+    name = catalog.variant(spec.dtype, _product(spec.output_spatial)).name
+    replacement.replace_convolution_backward(
+        op, rewriter, spec, lambda s, dy, w: _call(module, name, s, dy, w))
+    return None
+
+
+def _call(module: ir.Operation, name: str, spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
+    result = lb.tensor_type(spec.input_shape, lb.element_type(spec.dtype))
+    function_type = ir.FunctionType.get([weight.type, grad_output.type], [result])
+    symbols = ir.SymbolTable(module)
+    callee = extern_kernels.symbol(name)
+    count = 0
+    while callee in symbols and ir.TypeAttr(symbols[callee].attributes["function_type"]).value != function_type:
+        count += 1
+        callee = extern_kernels.symbol(f"{name}_{count}")
+    if callee not in symbols:
+        with ir.InsertionPoint(module.regions[0].blocks[0]):
+            symbols.insert(func.FuncOp(callee, function_type, visibility="private").operation)
+    call = func.CallOp([result], ir.FlatSymbolRefAttr.get(callee), [weight, grad_output])
+    call.attributes[extern_kernels.KERNEL] = ir.StringAttr.get(name)
+    call.attributes[extern_kernels.STRIDE] = ir.DenseI64ArrayAttr.get(list(spec.stride))
+    call.attributes[extern_kernels.PADDING] = ir.DenseI64ArrayAttr.get(list(spec.padding))
+    return call.result

@@ -1,0 +1,149 @@
+"""The strided 1x1 grad_input kernel for CUDA (`kernels.catalog`,
+`patterns/convolution_backward_kernel.py`, `extern_kernels`): which layers
+take it, the arguments and blocks it computes with, and the dispatch the
+lowering makes of it. Its numbers are checked on a GPU
+(`benchmarks/gpu_check.py`); nothing here can run PTX."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+import torch
+
+import iree_bwdconv.patterns.convolution_backward_kernel as kernel_pattern
+from iree_bwdconv import extern_kernels, functional, geometry, pipeline, targets
+from iree_bwdconv.kernels import catalog
+
+from specs import spec_nd
+
+
+@pytest.mark.parametrize("positions, alignment", [(625, 1), (2500, 2), (1380, 2), (784, 8), (64, 8), (18, 2), (5, 1)])
+def test_row_alignment(positions, alignment):
+    assert catalog.row_alignment(positions) == alignment
+    assert positions % alignment == 0
+
+
+@pytest.mark.parametrize("dtype, alignment", list(itertools.product(catalog.DTYPES, catalog.ROW_ALIGNMENTS)))
+def test_every_variant_ships_its_ptx(dtype, alignment):
+    """Each variant's PTX has one entry point of that name, the three
+    buffers and ten i32 arguments that IREE passes (Triton's scratch
+    pointers cut), and the block size and shared memory the dispatch declares."""
+    variant = catalog.variant_by_name(catalog.variant_name(dtype, alignment))
+    ptx = variant.ptx.read_text()
+    assert re.findall(r"\.visible \.entry (\w+)\(", ptx) == [variant.name]
+    params = re.findall(rf"\.param \.(\w+)(?: \.ptr \.global \.align \d+)? {variant.name}_param_\d+", ptx)
+    assert params == ["u64"] * 3 + ["u32"] * len(catalog.ARGUMENTS)
+    assert re.search(r"\.reqntid (\d+)", ptx).group(1) == str(variant.workgroup_size[0])
+    assert ".target sm_80" in ptx and "global_smem" in ptx
+    assert 0 < variant.shared_memory <= 48 * 1024
+
+
+@pytest.mark.parametrize("size, stride, padding", [
+    (size, stride, padding) for size in (1, 2, 5, 8, 13) for stride in (2, 3, 4) for padding in range(0, 4)
+])
+def test_blocks_write_every_element_once(size, stride, padding):
+    """The kernel's blocks along one dim, brute force: with o over the
+    forward's outputs and r over the stride, the in-range indices o*s - p + r
+    are each of grad_input's exactly once, and the block's offset 0 (the
+    GEMM's value) lands exactly where the forward read x at o."""
+    out = geometry.conv_output_size(size, 1, stride, padding, 1)
+    written = [(o * stride - padding + r, o, r) for o in range(out) for r in range(stride)]
+    inside = sorted(i for i, _, _ in written if 0 <= i < size)
+    assert inside == list(range(size))
+    for i, o, r in written:
+        if 0 <= i < size:
+            assert catalog.block_origin(i, stride, padding) == (o, r)
+            assert (r == 0) == any(o2 * stride - padding == i for o2 in range(out))
+
+
+def test_arguments_2d_and_1d():
+    assert catalog.arguments(1024, 2048, (50, 50), (25, 25), (2, 2), (0, 0)) == (1024, 2048, 625, 25, 50, 50, 2, 2, 0, 0)
+    assert catalog.arguments(8, 16, (59, 91), (30, 46), (2, 2), (1, 0)) == (8, 16, 1380, 46, 59, 91, 2, 2, 1, 0)
+    # 1-D: one row of the 2-D kernel, never strided or padded along it
+    assert catalog.arguments(8, 16, (13,), (5,), (3,), (1,)) == (8, 16, 5, 5, 1, 13, 1, 3, 0, 1)
+    with pytest.raises(ValueError, match="spatial rank 3"):
+        catalog.arguments(8, 16, (4, 4, 4), (2, 2, 2), (2, 2, 2), (0, 0, 0))
+
+
+def test_grid_covers_positions_and_channels():
+    variant = catalog.variant("f16", 625)
+    assert catalog.grid(1024, 625, 32, variant) == (5, 8, 32)
+    assert catalog.grid(1000, 640, 3, variant) == (5, 8, 3)
+
+
+def _why_not(target: str, *args, **keywords):
+    with targets.lowering_for(target):
+        return kernel_pattern.why_not(spec_nd(*args, **keywords))
+
+
+def test_takes_ungrouped_strided_1x1_half_layers_for_cuda():
+    for dtype in (torch.float16, torch.bfloat16):
+        assert _why_not("cuda", 2, 128, 128, (28, 28), (1, 1), (2, 2), (0, 0), dtype=dtype) is None
+    assert _why_not("cuda", 2, 128, 128, (29,), (1,), (3,), (1,)) is None  # 1-D, padded
+    assert _why_not("cuda", 2, 128, 128, (28, 29), (1, 1), (1, 2), (0, 0)) is None  # strided in one dim
+    assert _why_not("cuda", 2, 128, 128, (28, 28), (1, 1), (2, 2), (0, 0), mask=(True, True, True)) is None
+
+
+@pytest.mark.parametrize("target, args, keywords, reason", [
+    ("cpu", ((28, 28), (1, 1), (2, 2), (0, 0)), {}, "the kernel is CUDA PTX; the target is cpu"),
+    ("gfx942", ((28, 28), (1, 1), (2, 2), (0, 0)), {}, "the target is gfx942"),
+    ("cuda", ((28, 28), (1, 1), (2, 2), (0, 0)), {"dtype": torch.float32}, "dtype f32"),
+    ("cuda", ((28, 28), (1, 1), (2, 2), (0, 0)), {"groups": 4}, "groups 4"),
+    ("cuda", ((28, 28), (3, 3), (2, 2), (1, 1)), {}, "kernel (3, 3)"),
+    ("cuda", ((28, 28), (1, 1), (1, 1), (0, 0)), {}, "stride 1 in every dim"),
+    ("cuda", ((8, 8, 8), (1, 1, 1), (2, 2, 2), (0, 0, 0)), {}, "3-D"),
+    ("cuda", ((28, 28), (1, 1), (2, 2), (0, 0)), {"mask": (False, True, False)}, "grad_input is not asked for"),
+])
+def test_refuses_with_a_reason(target, args, keywords, reason):
+    assert reason in _why_not(target, 2, 64, 128, *args, **keywords)
+
+
+def test_refuses_channels_it_cannot_read_eight_at_a_time():
+    assert "12 input channels" in _why_not("cuda", 2, 12, 64, (20, 20), (1, 1), (2, 2), (0, 0))
+
+
+def test_leaves_layers_narrower_than_a_tile_to_the_linalg_gemm():
+    assert "fewer than a tile's 128" in _why_not("cuda", 4, 32, 224, (470, 725), (1, 1), (2, 2), (0, 0))
+    assert _why_not("cuda", 4, 136, 224, (47, 72), (1, 1), (2, 2), (0, 0)) is None  # a tile and a bit
+
+
+def test_refuses_when_a_linalg_form_is_forced(monkeypatch):
+    monkeypatch.setenv(kernel_pattern.convolution_backward_phases.FORM_VARIABLE, "per-phase")
+    assert "forces a linalg form" in _why_not("cuda", 2, 128, 128, (28, 28), (1, 1), (2, 2), (0, 0))
+
+
+def test_refuses_a_dynamic_batch():
+    configuration = spec_nd(2, 128, 128, (28, 28), (1, 1), (2, 2), (0, 0))
+    dynamic = configuration.__class__(**{**configuration.__dict__,
+                                         "grad_output_shape": (None, *configuration.grad_output_shape[1:]),
+                                         "input_shape": (None, *configuration.input_shape[1:])})
+    with targets.lowering_for("cuda"):
+        assert "dynamic batch" in kernel_pattern.why_not(dynamic)
+
+
+def test_cuda_lowering_is_one_extern_dispatch_that_compiles():
+    """The lowered module calls the kernel through one `hal.dispatch.extern`
+    with the layer's arguments and the PTX embedded; no call or declaration
+    is left, no linalg op computes grad_input, and iree-compile builds it."""
+    configuration = spec_nd(2, 128, 96, (31, 31), (1, 1), (3, 3), (1, 1))
+    mlir = functional.lowered(configuration, target="cuda")
+    assert mlir.count("hal.dispatch.extern") == 1
+    assert '"strided_1x1_grad_input_f16_a1"' in mlir  # 11 x 11 positions: 2-byte loads
+    assert extern_kernels.PREFIX not in mlir and "func.call" not in mlir and "linalg.generic" not in mlir
+    constants = re.findall(r"arith.constant (\d+) : i32", mlir)
+    assert [int(c) for c in constants] == [128, 96, 121, 11, 31, 31, 3, 3, 1, 1]
+    assert "workgroup_local_memory = 32768" in mlir and 'data = dense<"0x' in mlir
+    assert pipeline.iree_compile(mlir, "cuda")
+
+
+def test_other_targets_keep_the_linalg_lowering():
+    configuration = spec_nd(2, 128, 96, (31, 31), (1, 1), (3, 3), (1, 1))
+    for target in ("gfx942", "cpu"):
+        assert "hal.dispatch.extern" not in functional.lowered(configuration, target=target)
+
+
+def test_link_leaves_modules_without_kernel_calls_alone():
+    text = "module {\n  func.func @f(%arg0: tensor<2xf32>) -> tensor<2xf32> {\n    return %arg0 : tensor<2xf32>\n  }\n}\n"
+    assert extern_kernels.link(text) == text
