@@ -3,11 +3,12 @@
 
 The patterns build IR with torch-mlir's bindings, which have no HAL
 dialect, so a pattern that hands a computation to a kernel emits a call of
-a private declaration `@iree_bwdconv.kernel.*` carrying the kernel's name
-and the layer's stride and padding. `link` runs on the finished linalg
-module in IREE's bindings: each such call becomes one extern dispatch of
-the kernel's PTX (embedded, so the IR compiles anywhere), and the
-declarations go. The HAL attributes have no Python builders; they are
+a private declaration `@iree_bwdconv.kernel.*` on (weight, grad_output,
+zero-filled grad_input) carrying the kernel's name and the layer's stride
+and padding. `link` runs on the finished linalg module in IREE's bindings:
+each such call becomes one extern dispatch of the kernel's PTX (embedded,
+so the IR compiles anywhere) whose result is its third operand written in
+place, and the declarations go. The HAL attributes have no Python builders; they are
 parsed from their short textual forms.
 """
 
@@ -69,7 +70,7 @@ def _ints(attr: ir.Attribute) -> list[int]:
 
 
 def _replace(call: ir.Operation) -> None:
-    weight, grad_output = call.operands
+    weight, grad_output, zeros = call.operands
     dx_type = ir.RankedTensorType(call.results[0].type)
     dy_shape = ir.RankedTensorType(grad_output.type).shape
     weight_shape = ir.RankedTensorType(weight.type).shape
@@ -85,12 +86,13 @@ def _replace(call: ir.Operation) -> None:
         constants = [arith.ConstantOp(i32, value).result for value in arguments]
         workload = [arith.ConstantOp(index, value).result for value in (positions, in_channels, batch)]
         dispatch = hal.DispatchExternOp(
-            [dx_type], variant.name, workload, [*constants, weight, grad_output], [], [],
+            [dx_type], variant.name, workload, [*constants, weight, grad_output, zeros], [], [],
             _layout(len(arguments)), [ir.Attribute.parse(CUDA_TARGET)],
             ir.ArrayAttr.get([ir.IntegerAttr.get(index, 0)]), [ir.ArrayAttr.get([_object(variant)])], 1,
             workgroup_size=ir.ArrayAttr.get([ir.IntegerAttr.get(index, v) for v in variant.workgroup_size]),
             subgroup_size=ir.IntegerAttr.get(index, 32),
             workgroup_local_memory=ir.IntegerAttr.get(index, variant.shared_memory),
+            tied_operands=ir.ArrayAttr.get([ir.IntegerAttr.get(index, len(constants) + 2)]),
         )
         _count_region(dispatch, variant)
     call.results[0].replace_all_uses_with(dispatch.results[0])
@@ -98,7 +100,9 @@ def _replace(call: ir.Operation) -> None:
 
 
 def _layout(constants: int) -> ir.Attribute:
-    """Bindings w and dy read-only, then dx; `constants` i32 push constants."""
+    """Bindings w and dy read-only, then dx (read and written: the zeros it
+    comes in with stay where the kernel writes no value); `constants` i32
+    push constants."""
     read = "#hal.pipeline.binding<storage_buffer, ReadOnly>"
     return ir.Attribute.parse(
         f"#hal.pipeline.layout<constants = {constants}, bindings = [{read}, {read}, "

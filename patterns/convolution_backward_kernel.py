@@ -8,9 +8,10 @@ own matmul on the H100 (docs/performance.md, "The strided 1x1 GEMM"). The
 kernel tiles the GEMM by flat positions and writes each tile's blocks of
 grad_input, zeros included, in one dispatch.
 
-The rewrite emits a call of a private declaration
-`@iree_bwdconv.kernel.<variant>(weight, grad_output) -> grad_input`, its
-stride and padding as attributes of the call. torch-mlir's bindings have no
+The rewrite emits a zero-filled grad_input and a call of a private
+declaration `@iree_bwdconv.kernel.<variant>(weight, grad_output, zeros) ->
+grad_input`, its stride and padding as attributes of the call; the kernel
+writes the GEMM's values into the zeros in place. torch-mlir's bindings have no
 HAL dialect, so `extern_kernels.link` turns each call into a
 `hal.dispatch.extern` once the linalg pipeline has run, in IREE's.
 """
@@ -23,8 +24,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import func
 from torch_mlir.rewrite import PatternRewriter
 
-from iree_bwdconv import extern_kernels, replacement, targets
-from iree_bwdconv import linalg_builders as lb
+from iree_bwdconv import extern_kernels, gradients, replacement, targets
 from iree_bwdconv.kernels import catalog
 from iree_bwdconv.spec import ConvBackwardSpec
 
@@ -92,8 +92,9 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
 
 
 def _call(module: ir.Operation, name: str, spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
-    result = lb.tensor_type(spec.input_shape, lb.element_type(spec.dtype))
-    function_type = ir.FunctionType.get([weight.type, grad_output.type], [result])
+    zeros = gradients.zeros_like_input(spec, grad_output)
+    result = zeros.type
+    function_type = ir.FunctionType.get([weight.type, grad_output.type, result], [result])
     symbols = ir.SymbolTable(module)
     callee = extern_kernels.symbol(name)
     count = 0
@@ -103,7 +104,7 @@ def _call(module: ir.Operation, name: str, spec: ConvBackwardSpec, grad_output: 
     if callee not in symbols:
         with ir.InsertionPoint(module.regions[0].blocks[0]):
             symbols.insert(func.FuncOp(callee, function_type, visibility="private").operation)
-    call = func.CallOp([result], ir.FlatSymbolRefAttr.get(callee), [weight, grad_output])
+    call = func.CallOp([result], ir.FlatSymbolRefAttr.get(callee), [weight, grad_output, zeros])
     call.attributes[extern_kernels.KERNEL] = ir.StringAttr.get(name)
     call.attributes[extern_kernels.STRIDE] = ir.DenseI64ArrayAttr.get(list(spec.stride))
     call.attributes[extern_kernels.PADDING] = ir.DenseI64ArrayAttr.get(list(spec.padding))

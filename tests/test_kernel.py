@@ -43,19 +43,16 @@ def test_every_variant_ships_its_ptx(dtype, alignment):
 @pytest.mark.parametrize("size, stride, padding", [
     (size, stride, padding) for size in (1, 2, 5, 8, 13) for stride in (2, 3, 4) for padding in range(0, 4)
 ])
-def test_blocks_write_every_element_once(size, stride, padding):
-    """The kernel's blocks along one dim, brute force: with o over the
-    forward's outputs and r over the stride, the in-range indices o*s - p + r
-    are each of grad_input's exactly once, and the block's offset 0 (the
-    GEMM's value) lands exactly where the forward read x at o."""
+def test_values_land_where_the_forward_read(size, stride, padding):
+    """Brute force along one dim: the in-range indices the kernel writes,
+    one per output position, are each written once and are exactly those
+    the forward convolution read (every other index keeps its zero)."""
     out = geometry.conv_output_size(size, 1, stride, padding, 1)
-    written = [(o * stride - padding + r, o, r) for o in range(out) for r in range(stride)]
-    inside = sorted(i for i, _, _ in written if 0 <= i < size)
-    assert inside == list(range(size))
-    for i, o, r in written:
-        if 0 <= i < size:
-            assert catalog.block_origin(i, stride, padding) == (o, r)
-            assert (r == 0) == any(o2 * stride - padding == i for o2 in range(out))
+    written = [catalog.written_index(o, stride, padding) for o in range(out)]
+    inside = [i for i in written if 0 <= i < size]
+    assert len(set(inside)) == len(inside)
+    read = {o * stride - padding for o in range(out)} & set(range(size))
+    assert set(inside) == read == {i for i in range(size) if (i + padding) % stride == 0}
 
 
 def test_arguments_2d_and_1d():
@@ -125,8 +122,9 @@ def test_refuses_a_dynamic_batch():
 
 def test_cuda_lowering_is_one_extern_dispatch_that_compiles():
     """The lowered module calls the kernel through one `hal.dispatch.extern`
-    with the layer's arguments and the PTX embedded; no call or declaration
-    is left, no linalg op computes grad_input, and iree-compile builds it."""
+    with the layer's arguments and the PTX embedded, writing in place into
+    a zero fill; no call or declaration is left, no linalg op computes
+    grad_input, and iree-compile builds it."""
     configuration = spec_nd(2, 128, 96, (31, 31), (1, 1), (3, 3), (1, 1))
     mlir = functional.lowered(configuration, target="cuda")
     assert mlir.count("hal.dispatch.extern") == 1
@@ -135,6 +133,8 @@ def test_cuda_lowering_is_one_extern_dispatch_that_compiles():
     constants = re.findall(r"arith.constant (\d+) : i32", mlir)
     assert [int(c) for c in constants] == [128, 96, 121, 11, 31, 31, 3, 3, 1, 1]
     assert "workgroup_local_memory = 32768" in mlir and 'data = dense<"0x' in mlir
+    (fill,) = re.findall(r"(%\d+) = linalg.fill", mlir)
+    assert re.search(rf"%arg2, %arg0, {fill}\) : .* -> {fill} count", mlir)  # w, dy, the zeros; result tied to them
     assert pipeline.iree_compile(mlir, "cuda")
 
 

@@ -21,7 +21,8 @@ from typing import Sequence
 HERE = Path(__file__).parent
 MANIFEST = HERE / "kernels.json"
 KERNEL = "strided_1x1_grad_input"
-# The i32 arguments after the three buffers (w, dy, dx), in the kernel's order.
+# The i32 arguments after the three buffers (w, dy, dx; dx zero-filled and
+# written in place), in the kernel's order.
 ARGUMENTS = ("C", "K", "OHW", "OW", "H", "W", "S_H", "S_W", "P_H", "P_W")
 DTYPES = {"f16": "fp16", "bf16": "bf16"}
 # Divisibility of OHW hinted to Triton per variant; C is always hinted 8.
@@ -102,9 +103,7 @@ def grid(in_channels: int, output_positions: int, batch: int, v: Variant) -> tup
     return (-(-output_positions // v.block_positions), -(-in_channels // v.block_channels), batch)
 
 
-def block_origin(index: int, stride: int, padding: int) -> tuple[int, int]:
-    """Along one dim, the (output position o, offset r) of the kernel's block
-    that writes grad_input's `index`: blocks start at o*s - p and are s long.
-    grad_input[index] is the GEMM's value at o where r == 0, else zero."""
-    o, r = divmod(index + padding, stride)
-    return o, r
+def written_index(output_index: int, stride: int, padding: int) -> int:
+    """Along one dim, the grad_input index the kernel writes the GEMM's
+    value at output position `output_index` to (skipped where outside)."""
+    return output_index * stride - padding

@@ -2,14 +2,14 @@
 grad_input (`catalog`). Only `generate` imports this module, with Triton
 installed; the package itself ships the PTX it produced.
 
-Per image: `dx[c, oh*S_H - P_H, ow*S_W - P_W] = sum_k w[k, c] * dy[k, oh, ow]`,
-every other position of dx zero. The GEMM is tiled over (c, flat positions
-q = oh*OW + ow) of dy, the layout IREE 3.13's own matmul runs at its best,
-and each tile writes the whole S_H x S_W block of dx that its positions
-start: the value at offset (0, 0), zeros at the others. The blocks of
-consecutive oh (ow) tile dx's rows (columns) from -P on, so every element
-of dx is written exactly once and no separate fill is needed
-(`catalog.block_covers` checks the arithmetic).
+Per image: `dx[c, oh*S_H - P_H, ow*S_W - P_W] = sum_k w[k, c] * dy[k, oh, ow]`
+where that position is inside dx. The GEMM is tiled over (c, flat positions
+q = oh*OW + ow) of dy, the layout IREE 3.13's own matmul runs at its best.
+dx comes in filled with zeros (the dispatch writes in place: IREE makes the
+fill a memset) and the kernel stores only the GEMM's values. Writing the
+zeros itself too, each tile writing its whole S_H x S_W blocks, kept the
+GPU 1.05x-1.3x longer on the H100 than the memset and this kernel
+(docs/performance.md).
 """
 
 import triton
@@ -38,15 +38,10 @@ def strided_1x1_grad_input(
         dy = tl.load(dy_image + kk[:, None] * OHW + q[None, :], mask=(kk[:, None] < K) & in_q[None, :], other=0.0)
         acc = tl.dot(w, dy, acc)
     value = acc.to(dx_ptr.dtype.element_ty)
-    zero = tl.zeros((BLOCK_C, BLOCK_Q), dtype=dx_ptr.dtype.element_ty)
     oh = q // OW
     ow = q - oh * OW
+    i = oh * S_H - P_H
+    j = ow * S_W - P_W
+    inside = in_q & (i >= 0) & (i < H) & (j >= 0) & (j < W)
     dx_image = dx_ptr + image * C * H * W
-    rows = c * (H * W)
-    for rh in range(0, S_H):
-        i = oh * S_H - P_H + rh
-        for rw in range(0, S_W):
-            j = ow * S_W - P_W + rw
-            inside = in_q & (i >= 0) & (i < H) & (j >= 0) & (j < W)
-            out = tl.where((rh == 0) & (rw == 0), value, zero)
-            tl.store(dx_image + rows[:, None] + (i * W + j)[None, :], out, mask=in_c[:, None] & inside[None, :])
+    tl.store(dx_image + (c * (H * W))[:, None] + (i * W + j)[None, :], value, mask=in_c[:, None] & inside[None, :])
