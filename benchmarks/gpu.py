@@ -22,7 +22,11 @@ import torch
 from iree_bwdconv import lowering, pipeline
 
 from . import modules
+from .forms import RESNET50_H100
 from .shapes import SHAPES, Shape
+
+# Issue 3's shapes, then issue 5's ResNet-50 sample at n32.
+ALL_SHAPES = (*SHAPES, *RESNET50_H100)
 
 
 class MatMul(torch.nn.Module):
@@ -37,6 +41,8 @@ def _variants(shape: Shape, mask, forced_forms: bool = True) -> dict[str, tuple[
     forms = ["auto"]
     if forced_forms and mask == modules.GRAD_INPUT_ONLY and shape.stride > 1 and shape.kernel > 1:
         forms += ["per-phase", "sub-pixel", "col2im"]
+    if shape.stride > 1 and shape.kernel == 1:
+        forms += ["per-phase"]  # the linalg GEMM, which the kernel replaces in f16/bf16
     for form in forms:
         out[f"ours-{form}"] = (modules.ours(shape, mask, "cuda", form), ())
     return out
@@ -70,7 +76,7 @@ def prepare(folder: Path, forced_forms: bool = True, match: str = "") -> None:
     """Every shape, or those whose name `match` (a regular expression) finds."""
     folder.mkdir(parents=True, exist_ok=True)
     manifest = []
-    for index, shape in enumerate(SHAPES):
+    for index, shape in enumerate(ALL_SHAPES):
         if not re.search(match, shape.name):
             continue
         for mask_name, mask in (("grad_input", modules.GRAD_INPUT_ONLY), ("all", modules.ALL_GRADS)):
@@ -95,8 +101,10 @@ def report(results_path: Path) -> None:
         print(f"\n### {mask} (median ms)\n")
         print("| shape | " + " | ".join(variants) + " | upstream / ours-auto |")
         print("|---|" + "---|" * (len(variants) + 1))
-        for shape in SHAPES:
+        for shape in ALL_SHAPES:
             row = table.get((shape.name, mask), {})
+            if not row:
+                continue
             cells = [f"{row[v]:.3f}" if row.get(v) else "-" for v in variants]
             ratio = f"{row['upstream'] / row['ours-auto']:.2f}" if row.get("ours-auto") and row.get("upstream") else "-"
             print(f"| {shape.name} | " + " | ".join(cells) + f" | {ratio} |")
