@@ -43,11 +43,12 @@ def link(text: str) -> str:
     where it has none)."""
     if PREFIX not in text:
         return text
-    with ir.Context() as context, ir.Location.unknown():
+    with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(text)
         calls, declarations = [], []
         for function in module.body.operations:
-            if ir.StringAttr(function.attributes["sym_name"]).value.startswith(PREFIX):
+            name = function.attributes["sym_name"] if "sym_name" in function.attributes else None
+            if name is not None and ir.StringAttr(name).value.startswith(PREFIX):
                 declarations.append(function)
                 continue
             function.operation.walk(lambda op: _collect(op, calls))
@@ -55,7 +56,6 @@ def link(text: str) -> str:
             _replace(call)
         for declaration in declarations:
             declaration.operation.erase()
-        del context
         return str(module)
 
 

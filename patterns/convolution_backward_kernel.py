@@ -18,6 +18,7 @@ HAL dialect, so `extern_kernels.link` turns each call into a
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 from torch_mlir import ir
@@ -61,17 +62,10 @@ def why_not(spec: ConvBackwardSpec) -> Optional[str]:
     if spec.in_channels < catalog.MIN_CHANNELS:
         return (f"{spec.in_channels} input channels, fewer than a tile's {catalog.MIN_CHANNELS}: "
                 "the linalg GEMM was faster there")
-    per_image = max(spec.in_channels * _product(spec.input_spatial), spec.out_channels * _product(spec.output_spatial))
+    per_image = max(spec.in_channels * math.prod(spec.input_spatial), spec.out_channels * math.prod(spec.output_spatial))
     if per_image > catalog.MAX_IMAGE_ELEMENTS:
         return f"{per_image} elements an image: the kernel's offsets are 32-bit"
     return None
-
-
-def _product(sizes: tuple[int, ...]) -> int:
-    total = 1
-    for size in sizes:
-        total *= size
-    return total
 
 
 def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
@@ -85,7 +79,7 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
     module = op
     while module.name != "builtin.module":
         module = module.parent
-    name = catalog.variant(spec.dtype, _product(spec.output_spatial)).name
+    name = catalog.variant(spec.dtype, math.prod(spec.output_spatial)).name
     replacement.replace_convolution_backward(
         op, rewriter, spec, lambda s, dy, w: _call(module, name, s, dy, w))
     return None
