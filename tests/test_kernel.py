@@ -147,3 +147,33 @@ def test_other_targets_keep_the_linalg_lowering():
 def test_link_leaves_modules_without_kernel_calls_alone():
     text = "module {\n  func.func @f(%arg0: tensor<2xf32>) -> tensor<2xf32> {\n    return %arg0 : tensor<2xf32>\n  }\n}\n"
     assert extern_kernels.link(text) == text
+
+
+class _TwoProjections(torch.nn.Module):
+    """Two strided 1x1 grad_inputs of one dtype and alignment but other shapes."""
+
+    def forward(self, dy1, x1, w1, dy2, x2, w2):
+        args = (None, [2, 2], [0, 0], [1, 1], False, [0, 0], 1, [True, False, False])
+        first = torch.ops.aten.convolution_backward(dy1, x1, w1, *args)[0]
+        second = torch.ops.aten.convolution_backward(dy2, x2, w2, *args)[0]
+        return first, second
+
+
+def test_one_module_with_two_kernel_calls_of_other_shapes():
+    """Each call gets a declaration of its own type (a suffix where the
+    variant's name is taken) and becomes its own extern dispatch."""
+    from iree_bwdconv import lowering
+
+    tensors = [torch.zeros(2, 16, 5, 2), torch.zeros(2, 128, 10, 4), torch.zeros(16, 128, 1, 1),
+               torch.zeros(1, 32, 3, 6), torch.zeros(1, 256, 6, 12), torch.zeros(32, 256, 1, 1)]
+    module = _TwoProjections()
+    raw = lowering.import_module(module, *[t.half() for t in tensors])
+    with targets.lowering_for("cuda"):
+        lowering.to_torch_backend(raw, "linalg")
+        lowering.rewrite_convolution_backward(raw)
+    text = str(raw)
+    assert "@iree_bwdconv.kernel.strided_1x1_grad_input_f16_a2(" in text  # 10 positions
+    assert "@iree_bwdconv.kernel.strided_1x1_grad_input_f16_a2_1(" in text  # 18 positions, other types
+    mlir = lowering.lower(module, *[t.half() for t in tensors], target="cuda")
+    assert mlir.count("hal.dispatch.extern") == 2 and extern_kernels.PREFIX not in mlir
+    assert pipeline.iree_compile(mlir, "cuda")
