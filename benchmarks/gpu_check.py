@@ -155,7 +155,7 @@ def shapes(case: Case) -> dict[str, list[int]]:
     sizes = (case.hw,) * rank if isinstance(case.hw, int) else tuple(case.hw)
     strides = _per_dim(case.stride, rank)
     if case.kind == "transposed":
-        out = [(size - 1) * s - 2 * case.padding + case.dilation * (k - 1) + 1
+        out = [geometry.transposed_output_size(size, k, s, case.padding, case.dilation, 0)
                for size, k, s in zip(sizes, case.kernel, strides)]
         w = [case.c, case.k // case.groups, *case.kernel]
     else:

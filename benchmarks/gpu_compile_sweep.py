@@ -40,13 +40,12 @@ def draw(rng: random.Random) -> Optional[dict]:
     transposed = rng.random() < 0.2
     output_padding = [rng.randrange(max(s, d)) if transposed else 0 for s, d in zip(stride, dilation)]
     if transposed:
-        out = [(i - 1) * s - 2 * p + d * (kk - 1) + op + 1
-               for i, s, p, d, kk, op in zip(sizes, stride, padding, dilation, kernel, output_padding)]
+        out = geometry.transposed_output_size_nd(sizes, kernel, stride, padding, dilation, output_padding)
     else:
-        out = [geometry.conv_output_size(i, kk, s, p, d) for i, kk, s, p, d in zip(sizes, kernel, stride, padding, dilation)]
+        out = geometry.conv_output_size_nd(sizes, kernel, stride, padding, dilation)
     if min(out) < 1:
         return None
-    return dict(n=rng.choice((4, 8)), c=c, k=k, sizes=sizes, out=out, kernel=kernel, stride=stride, padding=padding,
+    return dict(n=rng.choice((4, 8)), c=c, k=k, sizes=sizes, out=list(out), kernel=kernel, stride=stride, padding=padding,
                 dilation=dilation, groups=groups, transposed=transposed, output_padding=output_padding,
                 dtype=rng.choice(("f16", "f16", "bf16", "f32")))
 
