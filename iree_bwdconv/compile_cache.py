@@ -48,7 +48,7 @@ def lowering_digest() -> str:
     digest = hashlib.sha256()
     root = Path(__file__).parent
     patterns_dir = Path(importlib.import_module("iree_bwdconv.patterns").__file__).parent
-    kernels = [*(root / "kernels").glob("*.py"), *(root / "kernels").glob("*.ptx"), root / "kernels" / "kernels.json"]
+    kernels = [path for path in (root / "kernels").iterdir() if path.suffix in (".py", ".ptx", ".json")]
     for path in sorted([*root.glob("*.py"), *patterns_dir.glob("*.py"), *kernels]):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]

@@ -4,12 +4,13 @@
 The patterns build IR with torch-mlir's bindings, which have no HAL
 dialect, so a pattern that hands a computation to a kernel emits a call of
 a private declaration `@iree_bwdconv.kernel.*` on (weight, grad_output,
-zero-filled grad_input) carrying the kernel's name and the layer's stride
-and padding. `link` runs on the finished linalg module in IREE's bindings:
-each such call becomes one extern dispatch of the kernel's PTX (embedded,
-so the IR compiles anywhere) whose result is its third operand written in
-place, and the declarations go. The HAL attributes have no Python builders; they are
-parsed from their short textual forms.
+zero-filled grad_input) carrying the layer's stride and padding. `link`
+runs on the finished linalg module in IREE's bindings: each such call
+becomes one extern dispatch of the kernel's PTX (embedded, so the IR
+compiles anywhere; the variant follows from the types, `catalog.variant`)
+whose result is its third operand written in place, and the declarations
+go. The HAL attributes have no Python builders; they are parsed from their
+short textual forms.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from iree.compiler.dialects import arith, hal
 from .kernels import catalog
 
 PREFIX = "iree_bwdconv.kernel."
-KERNEL = "iree_bwdconv.kernel"
 STRIDE = "iree_bwdconv.stride"
 PADDING = "iree_bwdconv.padding"
 # The executable target the PTX is keyed by: the CUDA target of
@@ -32,10 +32,15 @@ def symbol(name: str) -> str:
     return PREFIX + name
 
 
+def _is_kernel(op, name_attribute: str) -> bool:
+    """Whether `op` declares (`sym_name`) or calls (`callee`) a kernel."""
+    name = op.attributes[name_attribute] if name_attribute in op.attributes else None
+    return name is not None and str(name).strip('"@').startswith(PREFIX)
+
+
 def declares_kernels(module) -> bool:
     """Whether `module` (in either binding's IR) declares a kernel."""
-    return any(op.operation.name == "func.func" and str(op.attributes["sym_name"]).strip('"').startswith(PREFIX)
-               for op in module.body.operations)
+    return any(_is_kernel(op, "sym_name") for op in module.body.operations)
 
 
 def link(text: str) -> str:
@@ -45,13 +50,9 @@ def link(text: str) -> str:
         return text
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(text)
-        calls, declarations = [], []
-        for function in module.body.operations:
-            name = function.attributes["sym_name"] if "sym_name" in function.attributes else None
-            if name is not None and ir.StringAttr(name).value.startswith(PREFIX):
-                declarations.append(function)
-                continue
-            function.operation.walk(lambda op: _collect(op, calls))
+        declarations = [op for op in module.body.operations if _is_kernel(op, "sym_name")]
+        calls = []
+        module.operation.walk(lambda op: _collect(op, calls))
         for call in calls:
             _replace(call)
         for declaration in declarations:
@@ -60,7 +61,7 @@ def link(text: str) -> str:
 
 
 def _collect(op: ir.Operation, calls: list) -> ir.WalkResult:
-    if op.name == "func.call" and KERNEL in op.attributes:
+    if op.name == "func.call" and _is_kernel(op, "callee"):
         calls.append(op)
     return ir.WalkResult.ADVANCE
 
@@ -76,11 +77,10 @@ def _replace(call: ir.Operation) -> None:
     weight_shape = ir.RankedTensorType(weight.type).shape
     batch, in_channels, out_channels = dx_type.shape[0], dx_type.shape[1], weight_shape[0]
     input_size, output_size = dx_type.shape[2:], dy_shape[2:]
-    name = ir.StringAttr(call.attributes[KERNEL]).value
-    variant = catalog.variant_by_name(name)
     arguments = catalog.arguments(in_channels, out_channels, input_size, output_size,
                                   _ints(call.attributes[STRIDE]), _ints(call.attributes[PADDING]))
     positions = arguments[catalog.ARGUMENTS.index("OHW")]
+    variant = catalog.variant(str(dx_type.element_type), positions)
     index, i32 = ir.IndexType.get(), ir.IntegerType.get_signless(32)
     with ir.InsertionPoint(call), call.location:
         constants = [arith.ConstantOp(i32, value).result for value in arguments]
@@ -117,7 +117,7 @@ def _object(variant: catalog.Variant) -> ir.Attribute:
 
 
 def _count_region(dispatch: hal.DispatchExternOp, variant: catalog.Variant) -> None:
-    """Workgroups from the workload (positions, channels, images), as `catalog.grid`."""
+    """Workgroups from the workload: (position tiles, channel tiles, images)."""
     index = ir.IndexType.get()
     block = dispatch.regions[0].blocks.append(ir.Type.parse("!hal.device"), index, index, index)
     with ir.InsertionPoint(block):

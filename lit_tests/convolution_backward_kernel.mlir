@@ -8,15 +8,16 @@
 
 // 1x1 stride 2 in f16 for CUDA: grad_input is one call of the kernel, on the
 // weight and grad_output as they are (no transpose) and a zero fill that it
-// writes its values into. dy has 16 positions an image: the variant that
-// reads them 8 at a time (a8). Its stride and padding ride on the call.
+// writes its values into. Its stride and padding ride on the call; which
+// variant of the kernel runs follows from the types when the call is linked
+// (16 positions an image: the one that reads them 8 at a time).
 // CHECK-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16
 // CHECK-NOT:     linalg.generic
 // CHECK:         %[[ZEROS:.*]] = linalg.fill ins(%{{.*}} : f16) outs(%{{.*}} : tensor<2x128x8x8xf16>)
-// CHECK:         call @iree_bwdconv.kernel.strided_1x1_grad_input_f16_a8(%{{.*}}, %{{.*}}, %[[ZEROS]]) {iree_bwdconv.kernel = "strided_1x1_grad_input_f16_a8", iree_bwdconv.padding = array<i64: 0, 0>, iree_bwdconv.stride = array<i64: 2, 2>} : (tensor<16x128x1x1xf16>, tensor<2x16x4x4xf16>, tensor<2x128x8x8xf16>) -> tensor<2x128x8x8xf16>
+// CHECK:         call @iree_bwdconv.kernel.strided_1x1_grad_input(%{{.*}}, %{{.*}}, %[[ZEROS]]) {iree_bwdconv.padding = array<i64: 0, 0>, iree_bwdconv.stride = array<i64: 2, 2>} : (tensor<16x128x1x1xf16>, tensor<2x16x4x4xf16>, tensor<2x128x8x8xf16>) -> tensor<2x128x8x8xf16>
 // CHECK-NOT:     linalg.generic
 // CHECK:         return
-// CHECK:       func.func private @iree_bwdconv.kernel.strided_1x1_grad_input_f16_a8(tensor<16x128x1x1xf16>, tensor<2x16x4x4xf16>, tensor<2x128x8x8xf16>) -> tensor<2x128x8x8xf16>
+// CHECK:       func.func private @iree_bwdconv.kernel.strided_1x1_grad_input(tensor<16x128x1x1xf16>, tensor<2x16x4x4xf16>, tensor<2x128x8x8xf16>) -> tensor<2x128x8x8xf16>
 
 func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16(%arg0: !torch.vtensor<[2,16,4,4],f16>, %arg1: !torch.vtensor<[2,128,8,8],f16>, %arg2: !torch.vtensor<[16,128,1,1],f16>) -> !torch.vtensor<[2,128,8,8],f16> {
   %true = torch.constant.bool true
@@ -36,10 +37,9 @@ func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16(%arg0: !torch.vtensor<[2,16,4,4],f
 
 // -----
 
-// 1-D, stride 3, padding 1, bf16: dy's 5 positions take the variant of
-// 2-byte loads (a1).
+// 1-D, stride 3, padding 1, bf16.
 // CHECK-LABEL: func.func @grad_input_1d_k1_s3_p1_d1_g1_bf16
-// CHECK:         call @iree_bwdconv.kernel.strided_1x1_grad_input_bf16_a1(%{{.*}}, %{{.*}}, %{{.*}}) {iree_bwdconv.kernel = "strided_1x1_grad_input_bf16_a1", iree_bwdconv.padding = array<i64: 1>, iree_bwdconv.stride = array<i64: 3>} : (tensor<16x128x1xbf16>, tensor<2x16x5xbf16>, tensor<2x128x13xbf16>) -> tensor<2x128x13xbf16>
+// CHECK:         call @iree_bwdconv.kernel.strided_1x1_grad_input(%{{.*}}, %{{.*}}, %{{.*}}) {iree_bwdconv.padding = array<i64: 1>, iree_bwdconv.stride = array<i64: 3>} : (tensor<16x128x1xbf16>, tensor<2x16x5xbf16>, tensor<2x128x13xbf16>) -> tensor<2x128x13xbf16>
 
 func.func @grad_input_1d_k1_s3_p1_d1_g1_bf16(%arg0: !torch.vtensor<[2,16,5],bf16>, %arg1: !torch.vtensor<[2,128,13],bf16>, %arg2: !torch.vtensor<[16,128,1],bf16>) -> !torch.vtensor<[2,128,13],bf16> {
   %true = torch.constant.bool true
@@ -59,10 +59,10 @@ func.func @grad_input_1d_k1_s3_p1_d1_g1_bf16(%arg0: !torch.vtensor<[2,16,5],bf16
 
 // -----
 
-// Both gradients (training): grad_input by the kernel (dy's 18 positions:
-// a2), grad_weight as the linalg lowering builds it everywhere.
+// Both gradients (training): grad_input by the kernel, grad_weight as the
+// linalg lowering builds it everywhere.
 // CHECK-LABEL: func.func @grad_2d_k1x1_s2_p0_d1_g1_f16
-// CHECK:         call @iree_bwdconv.kernel.strided_1x1_grad_input_f16_a2
+// CHECK:         call @iree_bwdconv.kernel.strided_1x1_grad_input
 // CHECK:         linalg.generic {{.*}}reduction
 
 func.func @grad_2d_k1x1_s2_p0_d1_g1_f16(%arg0: !torch.vtensor<[2,16,3,6],f16>, %arg1: !torch.vtensor<[2,128,6,12],f16>, %arg2: !torch.vtensor<[16,128,1,1],f16>) -> (!torch.vtensor<[2,128,6,12],f16>, !torch.vtensor<[16,128,1,1],f16>) {

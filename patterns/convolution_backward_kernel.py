@@ -9,9 +9,10 @@ kernel tiles the GEMM by flat positions and writes each tile's blocks of
 grad_input, zeros included, in one dispatch.
 
 The rewrite emits a zero-filled grad_input and a call of a private
-declaration `@iree_bwdconv.kernel.<variant>(weight, grad_output, zeros) ->
-grad_input`, its stride and padding as attributes of the call; the kernel
-writes the GEMM's values into the zeros in place. torch-mlir's bindings have no
+declaration `@iree_bwdconv.kernel.strided_1x1_grad_input(weight,
+grad_output, zeros) -> grad_input`, its stride and padding as attributes
+of the call; the kernel writes the GEMM's values into the zeros in place.
+Which of the kernel's variants runs follows from the types, at the link. torch-mlir's bindings have no
 HAL dialect, so `extern_kernels.link` turns each call into a
 `hal.dispatch.extern` once the linalg pipeline has run, in IREE's.
 """
@@ -79,27 +80,24 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
     module = op
     while module.name != "builtin.module":
         module = module.parent
-    name = catalog.variant(spec.dtype, math.prod(spec.output_spatial)).name
-    replacement.replace_convolution_backward(
-        op, rewriter, spec, lambda s, dy, w: _call(module, name, s, dy, w))
+    replacement.replace_convolution_backward(op, rewriter, spec, lambda s, dy, w: _call(module, s, dy, w))
     return None
 
 
-def _call(module: ir.Operation, name: str, spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
+def _call(module: ir.Operation, spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
+    """The kernel's call; its declaration is the module's first of this
+    function type (`_1`, `_2`... after the first: one name, one type)."""
     zeros = gradients.zeros_like_input(spec, grad_output)
-    result = zeros.type
-    function_type = ir.FunctionType.get([weight.type, grad_output.type, result], [result])
+    function_type = ir.FunctionType.get([weight.type, grad_output.type, zeros.type], [zeros.type])
     symbols = ir.SymbolTable(module)
-    callee = extern_kernels.symbol(name)
-    count = 0
+    callee, count = extern_kernels.symbol(catalog.KERNEL), 0
     while callee in symbols and ir.TypeAttr(symbols[callee].attributes["function_type"]).value != function_type:
         count += 1
-        callee = extern_kernels.symbol(f"{name}_{count}")
+        callee = extern_kernels.symbol(f"{catalog.KERNEL}_{count}")
     if callee not in symbols:
         with ir.InsertionPoint(module.regions[0].blocks[0]):
             symbols.insert(func.FuncOp(callee, function_type, visibility="private").operation)
-    call = func.CallOp([result], ir.FlatSymbolRefAttr.get(callee), [weight, grad_output, zeros])
-    call.attributes[extern_kernels.KERNEL] = ir.StringAttr.get(name)
+    call = func.CallOp([zeros.type], ir.FlatSymbolRefAttr.get(callee), [weight, grad_output, zeros])
     call.attributes[extern_kernels.STRIDE] = ir.DenseI64ArrayAttr.get(list(spec.stride))
     call.attributes[extern_kernels.PADDING] = ir.DenseI64ArrayAttr.get(list(spec.padding))
     return call.result

@@ -96,14 +96,3 @@ def arguments(
     if len(input_size) == 1:
         s_h, p_h = 1, 0
     return (in_channels, out_channels, oh * ow, ow, h, w, s_h, s_w, p_h, p_w)
-
-
-def grid(in_channels: int, output_positions: int, batch: int, v: Variant) -> tuple[int, int, int]:
-    """Workgroups: (position tiles, channel tiles, images)."""
-    return (-(-output_positions // v.block_positions), -(-in_channels // v.block_channels), batch)
-
-
-def written_index(output_index: int, stride: int, padding: int) -> int:
-    """Along one dim, the grad_input index the kernel writes the GEMM's
-    value at output position `output_index` to (skipped where outside)."""
-    return output_index * stride - padding
