@@ -12,13 +12,13 @@ import torch
 
 from iree_bwdconv import functional, geometry, gradients, pipeline, reference, runtime, targets, weight_rows
 
+from specs import spec_nd
+
 
 def _spec(n, c, f, size, kernel=1, stride=1, padding=0, dtype=torch.float16, groups=1):
-    out = geometry.conv_output_size(size, kernel, stride, padding, 1)
-    dy, x = torch.zeros(n, f, out, out, dtype=dtype), torch.zeros(n, c, size, size, dtype=dtype)
-    w = torch.zeros(f, c // groups, kernel, kernel, dtype=dtype)
-    return functional.spec_of(dy, x, w, None, [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], groups,
-                              [False, True, False])
+    """A square 2-D layer asking for grad_weight alone."""
+    return spec_nd(n, c, f, (size, size), (kernel, kernel), (stride, stride), (padding, padding), groups=groups,
+                   dtype=dtype, mask=(False, True, False))
 
 
 @pytest.mark.parametrize("spec_args, taken", [
@@ -92,11 +92,8 @@ def test_one_strided_dim_of_unpadded_positions_takes_im2col(sizes, stride, paddi
     not compile the rows' contraction for CUDA or gfx942 ("failed to pack
     reduction dimensions for partial reduction"). They take im2col, which
     compiles for both."""
-    out = [geometry.conv_output_size(i, 1, s, p, 1) for i, s, p in zip(sizes, stride, padding)]
-    dy, x = torch.zeros(4, 256, *out, dtype=dtype), torch.zeros(4, 256, *sizes, dtype=dtype)
-    w = torch.zeros(256, 256, *[1] * len(sizes), dtype=dtype)  # 128 multiply-adds per element: rows in f32 too
-    spec = functional.spec_of(dy, x, w, None, list(stride), list(padding), [1] * len(sizes), False,
-                              [0] * len(sizes), 1, [False, True, False])
+    # 256 channels each way, 128 multiply-adds per element: rows in f32 too
+    spec = spec_nd(4, 256, 256, sizes, (1,) * len(sizes), stride, padding, dtype=dtype, mask=(False, True, False))
     for target in ("cuda", "gfx942"):
         with targets.lowering_for(target):
             assert not weight_rows.applies(spec)
