@@ -4,8 +4,10 @@ python3 with torch and iree-base-runtime (no project code, no compiler).
 
     python3 benchmarks/run_on_gpu.py FOLDER RESULTS.json [FIRST_ENTRY]
 
-$IREE_BENCHMARK_FLAGS (split at spaces) goes to every iree-benchmark-module
-call: runtime flags such as --device_allocator=caching.
+Every iree-benchmark-module call runs with the device the project's
+runtime makes (`RUNTIME_FLAGS`); with $IREE_DEFAULT_DEVICE=1 with IREE's
+defaults instead. $IREE_BENCHMARK_FLAGS (split at spaces) goes to every
+call after them.
 """
 
 import json
@@ -20,6 +22,10 @@ REPETITIONS = 5
 TIMEOUT_S = 45
 
 
+# As `iree_bwdconv.runtime` creates its CUDA device (tests/test_runtime.py
+# checks that the two agree): no stream-ordered pool, and IREE's caching
+# allocator, here of 16 GiB, more than any benchmark module's buffers.
+RUNTIME_FLAGS = ("--cuda_async_allocations=false", "--device_allocator=caching:device_local=*;17179869184;64")
 TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
 
 
@@ -42,6 +48,7 @@ def _benchmark_command(folder: Path, entry: dict, *flags: str) -> list[str]:
     return [sys.executable, "-m", "iree._runtime.scripts.iree_benchmark_module", "--device=cuda",
             f"--module={folder / entry['vmfb']}", "--function=main",
             *(f"--input={random_input(folder, i)}" for i in entry["inputs"]), *flags,
+            *(() if os.environ.get("IREE_DEFAULT_DEVICE") == "1" else RUNTIME_FLAGS),
             *os.environ.get("IREE_BENCHMARK_FLAGS", "").split()]
 
 

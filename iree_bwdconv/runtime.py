@@ -14,6 +14,7 @@ import atexit
 import functools
 import gc
 import logging
+import os
 import sys
 import threading
 from typing import Sequence
@@ -38,17 +39,62 @@ _config_lock = threading.Lock()
 log = logging.getLogger("iree_bwdconv")
 
 
-@functools.cache
+# IREE's caching allocator keeps a call's freed buffers for the next call
+# of the same sizes. Without it each CUDA call pays cuMemAlloc and cuMemFree
+# for its results and transients: with it, the strided 1x1 layers' calls
+# ran 1.5x-2.9x faster on an H100 (docs/performance.md, "The runtime's CUDA
+# allocator"). The cache holds at most this many bytes, live buffers
+# counted; 0 turns it off.
+CUDA_CACHE_ENV = "IREE_BWDCONV_CUDA_CACHE_BYTES"
+# Buffers from IREE's stream-ordered CUDA pool cannot be exported by DLPack
+# (and IREE's own queue copy out of them ran at 3.6 GB/s on an H100);
+# without the pool, results are plain device allocations that torch copies
+# at the GPU's speed, and that the caching allocator can keep.
+CUDA_FLAGS = ("--cuda_async_allocations=false",)
+_CUDA_CACHE_SHARE = 4  # of the GPU's memory, by default: torch's allocator needs the rest
+_CUDA_CACHE_FALLBACK = 4 << 30  # where torch cannot tell the GPU's memory
+
+
+def cuda_cache_bytes(setting: str | None, gpu_bytes: int | None) -> int:
+    """The cache's capacity: `setting` (the environment's, a count of bytes)
+    if given, else a share of the GPU's memory."""
+    if setting is None or not setting.strip():
+        return gpu_bytes // _CUDA_CACHE_SHARE if gpu_bytes else _CUDA_CACHE_FALLBACK
+    if not setting.strip().isdigit():
+        raise ValueError(f"{CUDA_CACHE_ENV}={setting!r}: expected a count of bytes, 0 or more")
+    return int(setting)
+
+
+def cuda_allocators(capacity: int) -> list[str]:
+    """IREE allocator specs: a cache of device-local buffers of at most
+    `capacity` bytes (any size of buffer, up to IREE's 64 free ones)."""
+    return [f"caching:device_local=*;{capacity};64"] if capacity else []
+
+
+def _gpu_bytes() -> int | None:
+    try:
+        return torch.cuda.get_device_properties(_IREE_CUDA_INDEX).total_memory
+    except (RuntimeError, AssertionError, AttributeError):  # torch without CUDA, or no GPU
+        return None
+
+
+_configs: dict[str, ireert.Config] = {}
+
+
 def _shared_config(driver: str) -> ireert.Config:
     """One device per driver per process: each local-task device owns a thread pool."""
+    if driver in _configs:
+        return _configs[driver]
     if driver == "cuda":
-        # Buffers from IREE's stream-ordered CUDA pool cannot be exported by
-        # DLPack (and IREE's own queue copy out of them ran at 3.6 GB/s on an
-        # H100); without the pool, results are plain device allocations that
-        # torch copies at the GPU's speed. The driver reads the flag when it
-        # is created, the first time in the process.
-        ireert.flags.parse_flags("--cuda_async_allocations=false")
-    return ireert.Config(driver)
+        # The driver reads its flags when it is created, the first time in the process.
+        ireert.flags.parse_flags(*CUDA_FLAGS)
+        capacity = cuda_cache_bytes(os.environ.get(CUDA_CACHE_ENV), _gpu_bytes())
+        device = ireert.get_driver(driver).create_default_device(allocators=cuda_allocators(capacity))
+        config = ireert.Config(device=device)
+    else:
+        config = ireert.Config(driver)
+    _configs[driver] = config
+    return config
 
 
 def device_config(target: str) -> ireert.Config:
@@ -56,6 +102,14 @@ def device_config(target: str) -> ireert.Config:
         raise ValueError(f"target={target!r}: expected one of {', '.join(DRIVERS)}")
     with _config_lock:
         return _shared_config(DRIVERS[target])
+
+
+def release_cached_memory() -> None:
+    """Gives the memory that IREE's devices keep for later calls back to the
+    driver, as torch.cuda.empty_cache() does for torch's."""
+    with _config_lock:
+        for config in _configs.values():
+            config.device.allocator.trim()
 
 
 @atexit.register
@@ -69,7 +123,7 @@ def _release_devices() -> None:
     functional = sys.modules.get("iree_bwdconv.functional")
     if functional is not None:
         functional.clear_cache()
-    _shared_config.cache_clear()
+    _configs.clear()
     gc.collect()
 
 

@@ -1,6 +1,7 @@
 """How torch tensors cross into IREE and back (`runtime`). The CUDA path
 itself runs only where there is a GPU: `benchmarks/cuda_tensors.py` checks
-it there; here, which path each device takes, and the exit hook."""
+it there; here, which path each device takes, the exit hook, and how the CUDA
+device keeps its buffers."""
 
 from __future__ import annotations
 
@@ -55,3 +56,64 @@ def test_exit_hook_imports_nothing():
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "[]"
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("setting, gpu_bytes, expected", [
+    (None, 80 << 30, 20 << 30),  # a quarter of the GPU: torch's allocator needs the rest
+    ("", 80 << 30, 20 << 30),
+    (None, None, 4 << 30),       # torch cannot tell the GPU's memory
+    ("1073741824", 80 << 30, 1 << 30),
+    (" 0 ", 80 << 30, 0),        # no cache
+])
+def test_cuda_cache_capacity(setting, gpu_bytes, expected):
+    assert runtime.cuda_cache_bytes(setting, gpu_bytes) == expected
+
+
+@pytest.mark.parametrize("setting", ["-1", "4gib", "1.5", "many"])
+def test_cuda_cache_capacity_refuses_what_is_not_a_count(setting):
+    with pytest.raises(ValueError, match=rf"{runtime.CUDA_CACHE_ENV}='{setting}'"):
+        runtime.cuda_cache_bytes(setting, 80 << 30)
+
+
+def _device_bytes(device, key: str) -> int:
+    return device.allocator.statistics[f"device_bytes_{key}"]
+
+
+def test_cuda_allocator_spec_keeps_freed_buffers(monkeypatch):
+    """The CUDA device cannot be made here; the same spec on a CPU device is
+    parsed and obeyed by the same code: a freed buffer is kept and given to
+    the next call of its size, and `release_cached_memory` gives it back."""
+    from iree import runtime as ireert
+
+    assert runtime.cuda_allocators(0) == []
+    (spec,) = runtime.cuda_allocators(3 << 30)
+    device = ireert.get_driver("local-task").create_default_device(allocators=[spec])
+    monkeypatch.setitem(runtime._configs, "probe", ireert.Config(device=device))
+
+    def allocate():
+        return device.allocator.allocate_buffer(memory_type=ireert.MemoryType.DEVICE_LOCAL,
+                                                allowed_usage=ireert.BufferUsage.DEFAULT, allocation_size=1 << 20)
+
+    first = allocate()
+    del first  # into the cache
+    second = allocate()  # out of it
+    assert (_device_bytes(device, "allocated"), _device_bytes(device, "freed")) == (1 << 20, 0)
+    del second
+    runtime.release_cached_memory()
+    assert _device_bytes(device, "freed") == 1 << 20
+
+
+def test_cuda_allocator_spec_misspelt_is_refused():
+    from iree import runtime as ireert
+
+    spec = runtime.cuda_allocators(1 << 30)[0].replace("device_local", "devce_local")
+    with pytest.raises(ValueError, match="unrecognized bitfield member 'devce_local'"):
+        ireert.get_driver("local-task").create_default_device(allocators=[spec])
+
+
+def test_gpu_benchmarks_time_the_runtimes_device():
+    from benchmarks import run_on_gpu
+
+    capacity = 16 << 30
+    expected = (*runtime.CUDA_FLAGS, "--device_allocator=" + runtime.cuda_allocators(capacity)[0])
+    assert run_on_gpu.RUNTIME_FLAGS == expected
