@@ -35,10 +35,12 @@ register(case((4, 8, 9, 9), 8, (1, 3), padding=(0, 1), groups=4, dtype="bf16"))
 
 # 1x1 kernels: no flip, stride 2 projection shortcut, padding that only reads zeros.
 register(case((2, 8, 10, 10), 16, (1, 1), stride=(2, 2)))
-# For CUDA, f16/bf16 strided 1x1 kernels with 128+ input channels dispatch our own kernel
-# (its PTX compiled into the module; run on a GPU by benchmarks/gpu_check.py).
+# For CUDA, f16/bf16 1x1 kernels with 128+ input channels dispatch our own kernel
+# (its PTX compiled into the module; run on a GPU by benchmarks/gpu_check.py),
+# at stride 1 into a grad_input it writes whole, without a fill.
 register(case((2, 128, 10, 12), 16, (1, 1), stride=(2, 2), dtype="f16"))
 register(case((2, 136, 13), 8, (1,), stride=(3,), padding=(1,), dtype="bf16"))
+register(case((2, 128, 9, 11), 16, (1, 1), padding=(1, 1), dtype="f16"))
 register(case((2, 8, 9, 9), 4, (1, 1), stride=(2, 2), padding=(1, 1)))
 register(case((2, 4, 7), 4, (1,), stride=(3,)))
 # Every read in padding (one input row, padding 1, stride 3): both gradients

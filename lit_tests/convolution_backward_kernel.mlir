@@ -59,6 +59,31 @@ func.func @grad_input_1d_k1_s3_p1_d1_g1_bf16(%arg0: !torch.vtensor<[2,16,5],bf16
 
 // -----
 
+// Stride 1, padding 1: every input position gets a value (input i from
+// output i + 1), so the kernel writes into an empty tensor, no fill.
+// CHECK-LABEL: func.func @grad_input_2d_k1x1_s1_p1_d1_g1_f16
+// CHECK-NOT:     linalg.fill
+// CHECK:         %[[INIT:.*]] = tensor.empty() : tensor<2x128x8x8xf16>
+// CHECK-NOT:     linalg.fill
+// CHECK:         call @iree_bwdconv.kernel.strided_1x1_grad_input(%{{.*}}, %{{.*}}, %[[INIT]]) {iree_bwdconv.padding = array<i64: 1, 1>, iree_bwdconv.stride = array<i64: 1, 1>} : (tensor<16x128x1x1xf16>, tensor<2x16x10x10xf16>, tensor<2x128x8x8xf16>) -> tensor<2x128x8x8xf16>
+
+func.func @grad_input_2d_k1x1_s1_p1_d1_g1_f16(%arg0: !torch.vtensor<[2,16,10,10],f16>, %arg1: !torch.vtensor<[2,128,8,8],f16>, %arg2: !torch.vtensor<[16,128,1,1],f16>) -> !torch.vtensor<[2,128,8,8],f16> {
+  %true = torch.constant.bool true
+  %false = torch.constant.bool false
+  %none = torch.constant.none
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %0 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %true, %false, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,16,10,10],f16>, !torch.vtensor<[2,128,8,8],f16>, !torch.vtensor<[16,128,1,1],f16>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,128,8,8],f16>, !torch.none, !torch.none
+  return %result0 : !torch.vtensor<[2,128,8,8],f16>
+}
+
+// -----
+
 // Both gradients (training): grad_input by the kernel, grad_weight as the
 // linalg lowering builds it everywhere.
 // CHECK-LABEL: func.func @grad_2d_k1x1_s2_p0_d1_g1_f16

@@ -1,20 +1,24 @@
-"""aten.convolution_backward whose grad_input is an ungrouped strided 1x1
+"""aten.convolution_backward whose grad_input is an ungrouped 1x1
 kernel's, in f16/bf16 for CUDA: grad_input by a kernel of our own
 (`iree_bwdconv.kernels.catalog`), the other gradients as everywhere else.
 
-IREE 3.13 tiles the GEMM of such a grad_input by (oh, ow) and stores it
-with a stride; no linalg form of it came nearer than 1.8x-2.4x of IREE's
-own matmul on the H100 (docs/performance.md, "The strided 1x1 GEMM"). The
-kernel tiles the GEMM by flat positions and writes each tile's blocks of
-grad_input, zeros included, in one dispatch.
+IREE 3.13 tiles the GEMM of a strided one's grad_input by (oh, ow) and
+stores it with a stride; no linalg form of it came nearer than 1.8x-2.4x
+of IREE's own matmul on the H100 (docs/performance.md, "The strided 1x1
+GEMM"). At stride 1 its linalg GEMM, batched over images, ran 1.2x-1.5x
+slower than the kernel ("The kernel at stride 1"). The kernel tiles the
+GEMM by flat positions and stores each value at `o*s - p`.
 
-The rewrite emits a zero-filled grad_input and a call of a private
+The rewrite emits the buffer grad_input is written into (zeros where a
+stride leaves input positions that no output reaches, uninitialized at
+stride 1, where every position gets a value) and a call of a private
 declaration `@iree_bwdconv.kernel.strided_1x1_grad_input(weight,
-grad_output, zeros) -> grad_input`, its stride and padding as attributes
-of the call; the kernel writes the GEMM's values into the zeros in place.
-Which of the kernel's variants runs follows from the types, at the link. torch-mlir's bindings have no
-HAL dialect, so `extern_kernels.link` turns each call into a
-`hal.dispatch.extern` once the linalg pipeline has run, in IREE's.
+grad_output, init) -> grad_input`, its stride and padding as attributes
+of the call; the kernel writes the GEMM's values into `init` in place.
+Which of the kernel's variants runs follows from the types, at the link.
+torch-mlir's bindings have no HAL dialect, so `extern_kernels.link` turns
+each call into a `hal.dispatch.extern` once the linalg pipeline has run,
+in IREE's.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import math
 from typing import Optional
 
 from torch_mlir import ir
-from torch_mlir.dialects import func
+from torch_mlir.dialects import func, tensor
 from torch_mlir.rewrite import PatternRewriter
 
 from iree_bwdconv import extern_kernels, gradients, replacement, targets
@@ -48,8 +52,6 @@ def why_not(spec: ConvBackwardSpec) -> Optional[str]:
         return "grad_input is not asked for"
     if any(k != 1 for k in spec.kernel) or spec.groups != 1:
         return f"kernel {spec.kernel}, groups {spec.groups}: the kernel is an ungrouped 1x1 one's"
-    if all(s == 1 for s in spec.stride):
-        return "stride 1 in every dim: the linalg GEMM runs within 1.3x of IREE's matmul there"
     if spec.dtype not in catalog.DTYPES:
         return f"dtype {spec.dtype}: the kernel is f16/bf16 (f32 would need it without TF32)"
     if spec.spatial_rank > 2:
@@ -87,8 +89,8 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
 def _call(module: ir.Operation, spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
     """The kernel's call; its declaration is the module's first of this
     function type (`_1`, `_2`... after the first: one name, one type)."""
-    zeros = gradients.zeros_like_input(spec, grad_output)
-    function_type = ir.FunctionType.get([weight.type, grad_output.type, zeros.type], [zeros.type])
+    init = _grad_input_init(spec, grad_output)
+    function_type = ir.FunctionType.get([weight.type, grad_output.type, init.type], [init.type])
     symbols = ir.SymbolTable(module)
     callee, count = extern_kernels.symbol(catalog.KERNEL), 0
     while callee in symbols and ir.TypeAttr(symbols[callee].attributes["function_type"]).value != function_type:
@@ -97,7 +99,18 @@ def _call(module: ir.Operation, spec: ConvBackwardSpec, grad_output: ir.Value, w
     if callee not in symbols:
         with ir.InsertionPoint(module.regions[0].blocks[0]):
             symbols.insert(func.FuncOp(callee, function_type, visibility="private").operation)
-    call = func.CallOp([zeros.type], ir.FlatSymbolRefAttr.get(callee), [weight, grad_output, zeros])
+    call = func.CallOp([init.type], ir.FlatSymbolRefAttr.get(callee), [weight, grad_output, init])
     call.attributes[extern_kernels.STRIDE] = ir.DenseI64ArrayAttr.get(list(spec.stride))
     call.attributes[extern_kernels.PADDING] = ir.DenseI64ArrayAttr.get(list(spec.padding))
     return call.result
+
+
+def _grad_input_init(spec: ConvBackwardSpec, grad_output: ir.Value) -> ir.Value:
+    """What the kernel writes grad_input into. At stride 1 input position i
+    gets output i + p, always in range, so every position is written and
+    the buffer needs no fill (a memset of all grad_input, 15 us of the
+    projection layer's 80 on the H100); a stride leaves gaps of zeros."""
+    if any(s != 1 for s in spec.stride):
+        return gradients.zeros_like_input(spec, grad_output)
+    element = ir.RankedTensorType(grad_output.type).element_type
+    return tensor.EmptyOp([spec.batch, spec.in_channels, *spec.input_spatial], element).result

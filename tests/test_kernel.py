@@ -1,4 +1,4 @@
-"""The strided 1x1 grad_input kernel for CUDA (`kernels.catalog`,
+"""The 1x1 grad_input kernel for CUDA (`kernels.catalog`,
 `patterns/convolution_backward_kernel.py`, `extern_kernels`): which layers
 take it, the arguments and blocks it computes with, and the dispatch the
 lowering makes of it. Its numbers are checked on a GPU
@@ -41,14 +41,15 @@ def test_every_variant_ships_its_ptx(dtype, alignment):
 
 
 @pytest.mark.parametrize("size, stride, padding", [
-    (size, stride, padding) for size in (1, 2, 5, 8, 13) for stride in (2, 3, 4) for padding in range(0, 4)
+    (size, stride, padding) for size in (1, 2, 5, 8, 13) for stride in (1, 2, 3, 4) for padding in range(0, 4)
 ])
 def test_kernel_index_arithmetic_agrees_with_geometry(size, stride, padding):
     """Along one dim the kernel stores output position o's value at
     `o*S - P` (S, P its arguments; strided_1x1_grad_input.py) where that is
     inside grad_input. Against `geometry.scatter_placement` of a 1x1 kernel:
     the same outputs land (first..last), at the same first index, and brute
-    force: exactly the indices the forward read, each once."""
+    force: exactly the indices the forward read, each once (at stride 1
+    every index: the kernel needs no zeros there)."""
     out = geometry.conv_output_size(size, 1, stride, padding, 1)
     arguments = dict(zip(catalog.ARGUMENTS, catalog.arguments(8, 8, (size,), (out,), (stride,), (padding,))))
     s, p = arguments["S_W"], arguments["P_W"]
@@ -73,9 +74,11 @@ def _why_not(target: str, *args, **keywords):
         return kernel_pattern.why_not(spec_nd(*args, **keywords))
 
 
-def test_takes_ungrouped_strided_1x1_half_layers_for_cuda():
+def test_takes_ungrouped_1x1_half_layers_for_cuda():
     for dtype in (torch.float16, torch.bfloat16):
         assert _why_not("cuda", 2, 128, 128, (28, 28), (1, 1), (2, 2), (0, 0), dtype=dtype) is None
+        assert _why_not("cuda", 2, 128, 128, (28, 28), (1, 1), (1, 1), (0, 0), dtype=dtype) is None
+    assert _why_not("cuda", 2, 128, 128, (28, 28), (1, 1), (1, 1), (1, 1)) is None  # stride 1, padded
     assert _why_not("cuda", 2, 128, 128, (29,), (1,), (3,), (1,)) is None  # 1-D, padded
     assert _why_not("cuda", 2, 128, 128, (28, 29), (1, 1), (1, 2), (0, 0)) is None  # strided in one dim
     assert _why_not("cuda", 2, 128, 128, (28, 28), (1, 1), (2, 2), (0, 0), mask=(True, True, True)) is None
@@ -87,7 +90,6 @@ def test_takes_ungrouped_strided_1x1_half_layers_for_cuda():
     ("cuda", ((28, 28), (1, 1), (2, 2), (0, 0)), {"dtype": torch.float32}, "dtype f32"),
     ("cuda", ((28, 28), (1, 1), (2, 2), (0, 0)), {"groups": 4}, "groups 4"),
     ("cuda", ((28, 28), (3, 3), (2, 2), (1, 1)), {}, "kernel (3, 3)"),
-    ("cuda", ((28, 28), (1, 1), (1, 1), (0, 0)), {}, "stride 1 in every dim"),
     ("cuda", ((8, 8, 8), (1, 1, 1), (2, 2, 2), (0, 0, 0)), {}, "3-D"),
     ("cuda", ((28, 28), (1, 1), (2, 2), (0, 0)), {"mask": (False, True, False)}, "grad_input is not asked for"),
 ])
@@ -136,6 +138,18 @@ def test_cuda_lowering_is_one_extern_dispatch_that_compiles():
     assert len(re.findall(r"arith.ceildivui %arg\d+, %c128", mlir)) == 2
     (fill,) = re.findall(r"(%\d+) = linalg.fill", mlir)
     assert re.search(rf"%arg2, %arg0, {fill}\) : .* -> {fill} count", mlir)  # w, dy, the zeros; result tied to them
+    assert pipeline.iree_compile(mlir, "cuda")
+
+
+def test_stride_1_writes_into_an_unfilled_grad_input():
+    """At stride 1 every input position gets a value, so the kernel writes
+    into an empty tensor: no fill, no memset of grad_input."""
+    configuration = spec_nd(2, 128, 96, (12, 12), (1, 1), (1, 1), (1, 1))
+    mlir = functional.lowered(configuration, target="cuda")
+    assert mlir.count("hal.dispatch.extern") == 1 and "linalg.fill" not in mlir
+    (empty,) = re.findall(r"(%\d+) = tensor.empty\(\) : tensor<2x128x12x12xf16>", mlir)
+    assert re.search(rf"%arg2, %arg0, {empty}\) : .* -> {empty} count", mlir)
+    assert [int(c) for c in re.findall(r"arith.constant (\d+) : i32", mlir)] == [128, 96, 196, 14, 12, 12, 1, 1, 1, 1]
     assert pipeline.iree_compile(mlir, "cuda")
 
 

@@ -2,7 +2,7 @@
 own code for a contraction stays far from its matmul (docs/performance.md,
 "A kernel of our own for the strided 1x1 GEMM").
 
-One kernel so far: grad_input of an ungrouped 1x1 kernel with a stride, in
+One kernel so far: grad_input of an ungrouped 1x1 kernel at any stride, in
 f16/bf16 (`strided_1x1_grad_input.py`, its Triton source). The package
 ships its PTX for sm_80, one variant per dtype and per alignment of dy's
 rows, which Triton turns into 16-byte (8), 4-byte (2) or 2-byte (1) loads;

@@ -5,8 +5,10 @@ installed; the package itself ships the PTX it produced.
 Per image: `dx[c, oh*S_H - P_H, ow*S_W - P_W] = sum_k w[k, c] * dy[k, oh, ow]`
 where that position is inside dx. The GEMM is tiled over (c, flat positions
 q = oh*OW + ow) of dy, the layout IREE 3.13's own matmul runs at its best.
-dx comes in filled with zeros (the dispatch writes in place: IREE makes the
-fill a memset) and the kernel stores only the GEMM's values. Writing the
+dx comes in filled with zeros where a stride leaves gaps (the dispatch
+writes in place: IREE makes the fill a memset), unfilled at stride 1,
+where every position gets a value; the kernel stores only the GEMM's
+values. Writing the
 zeros itself too, each tile writing its whole S_H x S_W blocks, kept the
 GPU 1.05x-1.3x longer on the H100 than the memset and this kernel
 (docs/performance.md).
