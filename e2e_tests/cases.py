@@ -35,7 +35,7 @@ register(case((4, 8, 9, 9), 8, (1, 3), padding=(0, 1), groups=4, dtype="bf16"))
 
 # 1x1 kernels: no flip, stride 2 projection shortcut, padding that only reads zeros.
 register(case((2, 8, 10, 10), 16, (1, 1), stride=(2, 2)))
-# For CUDA, f16/bf16 1x1 kernels with 128+ input channels dispatch our own kernel
+# For CUDA, ungrouped f16/bf16 1x1 kernels (input channels a multiple of 8) dispatch our own kernel
 # (its PTX compiled into the module; run on a GPU by benchmarks/gpu_check.py),
 # at stride 1 into a grad_input it writes whole, without a fill.
 register(case((2, 128, 10, 12), 16, (1, 1), stride=(2, 2), dtype="f16"))

@@ -71,7 +71,7 @@ def _ints(attr: ir.Attribute) -> list[int]:
 
 
 def _replace(call: ir.Operation) -> None:
-    weight, grad_output, zeros = call.operands
+    weight, grad_output, init = call.operands
     dx_type = ir.RankedTensorType(call.results[0].type)
     dy_shape = ir.RankedTensorType(grad_output.type).shape
     weight_shape = ir.RankedTensorType(weight.type).shape
@@ -80,13 +80,13 @@ def _replace(call: ir.Operation) -> None:
     arguments = catalog.arguments(in_channels, out_channels, input_size, output_size,
                                   _ints(call.attributes[STRIDE]), _ints(call.attributes[PADDING]))
     positions = arguments[catalog.ARGUMENTS.index("OHW")]
-    variant = catalog.variant(str(dx_type.element_type), positions)
+    variant = catalog.variant(str(dx_type.element_type), positions, in_channels)
     index, i32 = ir.IndexType.get(), ir.IntegerType.get_signless(32)
     with ir.InsertionPoint(call), call.location:
         constants = [arith.ConstantOp(i32, value).result for value in arguments]
         workload = [arith.ConstantOp(index, value).result for value in (positions, in_channels, batch)]
         dispatch = hal.DispatchExternOp(
-            [dx_type], variant.name, workload, [*constants, weight, grad_output, zeros], [], [],
+            [dx_type], variant.name, workload, [*constants, weight, grad_output, init], [], [],
             _layout(len(arguments)), [ir.Attribute.parse(CUDA_TARGET)],
             ir.ArrayAttr.get([ir.IntegerAttr.get(index, 0)]), [ir.ArrayAttr.get([_object(variant)])], 1,
             workgroup_size=ir.ArrayAttr.get([ir.IntegerAttr.get(index, v) for v in variant.workgroup_size]),

@@ -3,7 +3,6 @@
 // RUN: iree-bwdconv opt --pattern convolution_backward_kernel --target gfx942 --split-input-file %s 2>&1 >/dev/null | FileCheck --check-prefix=GFX942 %s
 // NOTE: convolution_backward_kernel did not match torch.aten.convolution_backward {{.*}}: dtype f32: the kernel is f16/bf16
 // NOTE: convolution_backward_kernel did not match torch.aten.convolution_backward {{.*}}: 12 input channels: the kernel reads the weight 8 channels at a time
-// NOTE: convolution_backward_kernel did not match torch.aten.convolution_backward {{.*}}: 64 input channels, fewer than a tile's 128: the linalg GEMM was faster there
 // GFX942: convolution_backward_kernel did not match torch.aten.convolution_backward {{.*}}: the kernel is CUDA PTX; the target is gfx942
 
 // 1x1 stride 2 in f16 for CUDA: grad_input is one call of the kernel, on the
@@ -154,10 +153,11 @@ func.func @grad_input_2d_k1x1_s2_p0_d1_g1_c12_f16(%arg0: !torch.vtensor<[2,16,4,
 
 // -----
 
-// 64 input channels, half a tile: the linalg GEMM (the NOTE above).
+// 64 input channels, fewer than the wide tile's 128: the kernel too (the
+// link gives it the narrow tile's variant).
 // CHECK-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_c64_f16
-// CHECK-NOT:     call
-// CHECK:         torch.aten.convolution_backward
+// CHECK-NOT:     torch.aten.convolution_backward
+// CHECK:         call @iree_bwdconv.kernel.strided_1x1_grad_input(%{{.*}}, %{{.*}}, %{{.*}}) {iree_bwdconv.padding = array<i64: 0, 0>, iree_bwdconv.stride = array<i64: 2, 2>} : (tensor<16x64x1x1xf16>, tensor<2x16x4x4xf16>, tensor<2x64x8x8xf16>) -> tensor<2x64x8x8xf16>
 
 func.func @grad_input_2d_k1x1_s2_p0_d1_g1_c64_f16(%arg0: !torch.vtensor<[2,16,4,4],f16>, %arg1: !torch.vtensor<[2,64,8,8],f16>, %arg2: !torch.vtensor<[16,64,1,1],f16>) -> !torch.vtensor<[2,64,8,8],f16> {
   %true = torch.constant.bool true

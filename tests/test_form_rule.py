@@ -164,10 +164,12 @@ def test_gpu_lowering_of_half_precision_phases_is_right_on_the_cpu(kernel, paddi
     widened to f32, grad_input rounded where it is written; a 1x1 kernel's
     weight-first GEMM on a tap gathered by flat index), compiled for the CPU, against
     eager float64: the IR is right whatever a GPU's code generation does
-    with it."""
+    with it. CUDA's own kernel, which takes ungrouped 1x1 layers, is kept
+    out: its PTX cannot run here (gfx942 gets these forms)."""
     from iree_bwdconv import pipeline, reference, runtime
 
     monkeypatch.setenv(phases.FORM_VARIABLE, form)
+    monkeypatch.setattr(kernel_pattern, "why_not", lambda spec: "run on the CPU here")
     generator = torch.Generator().manual_seed(0)
     out = geometry.conv_output_size(15, kernel, stride, padding, 1)
     dy = torch.randn(2, 32, out, out, generator=generator).half()
@@ -258,15 +260,17 @@ def test_gpu_half_precision_one_wide_weight_gradients_take_im2col_at_stride_1(ke
 def test_gpu_one_tap_kernels_in_f32_take_the_named_matmul():
     """A stride-1 1x1 kernel on GPU targets: in f16/bf16 the weight-first
     GEMM (a reduction over f alone, taken by the phases pattern,
-    `one_tap_half_on_gpu`); in f32 the CPU's im2col + named matmul, which
-    IREE's f32 code ran faster than the convolution-shaped generic."""
+    `one_tap_half_on_gpu`; for CUDA our own kernel takes ungrouped ones, so
+    gfx942's lowering shows it); in f32 the CPU's im2col + named matmul,
+    which IREE's f32 code ran faster than the convolution-shaped generic."""
     dy, x, w = torch.zeros(2, 64, 16, 16), torch.zeros(2, 32, 16, 16), torch.zeros(64, 32, 1, 1)
     for dtype, taken in ((torch.float32, False), (torch.float16, True), (torch.bfloat16, True)):
         configuration = functional.spec_of(dy.to(dtype), x.to(dtype), w.to(dtype), None, [1, 1], [0, 0], [1, 1],
                                            False, [0, 0], 1, [True, False, False])
         with targets.lowering_for("cuda"):
             assert targets.one_tap_half_on_gpu(configuration.dtype, configuration.kernel) == taken, dtype
-        mlir = functional.lowered(configuration, target="cuda")
+            assert (kernel_pattern.why_not(configuration) is None) == taken, dtype
+        mlir = functional.lowered(configuration, target="gfx942" if taken else "cuda")
         contractions = [line for line in mlir.splitlines() if "linalg.generic" in line and "reduction" in line]
         if taken:
             (contraction,) = contractions

@@ -25,12 +25,15 @@ def test_row_alignment(positions, alignment):
     assert positions % alignment == 0
 
 
-@pytest.mark.parametrize("dtype, alignment", list(itertools.product(catalog.DTYPES, catalog.ROW_ALIGNMENTS)))
-def test_every_variant_ships_its_ptx(dtype, alignment):
+@pytest.mark.parametrize("tile, dtype, alignment",
+                         list(itertools.product(catalog.TILES, catalog.DTYPES, catalog.ROW_ALIGNMENTS)))
+def test_every_variant_ships_its_ptx(tile, dtype, alignment):
     """Each variant's PTX has one entry point of that name, the three
     buffers and ten i32 arguments that IREE passes (Triton's scratch
     pointers cut), and the block size and shared memory the dispatch declares."""
-    variant = catalog.variant_by_name(catalog.variant_name(dtype, alignment))
+    variant = catalog.variant_by_name(catalog.variant_name(dtype, alignment, tile[0]))
+    assert (variant.block_channels, variant.block_positions) == tile[:2]
+    assert variant.workgroup_size == (32 * tile[3], 1, 1)
     ptx = variant.ptx.read_text()
     assert re.findall(r"\.visible \.entry (\w+)\(", ptx) == [variant.name]
     params = re.findall(rf"\.param \.(\w+)(?: \.ptr \.global \.align \d+)? {variant.name}_param_\d+", ptx)
@@ -101,9 +104,10 @@ def test_refuses_channels_it_cannot_read_eight_at_a_time():
     assert "12 input channels" in _why_not("cuda", 2, 12, 64, (20, 20), (1, 1), (2, 2), (0, 0))
 
 
-def test_leaves_layers_narrower_than_a_tile_to_the_linalg_gemm():
-    assert "fewer than a tile's 128" in _why_not("cuda", 4, 32, 224, (470, 725), (1, 1), (2, 2), (0, 0))
-    assert _why_not("cuda", 4, 136, 224, (47, 72), (1, 1), (2, 2), (0, 0)) is None  # a tile and a bit
+@pytest.mark.parametrize("channels, block_channels", [(8, 32), (32, 32), (64, 32), (120, 32), (128, 128), (136, 128)])
+def test_fewer_channels_than_the_wide_tile_take_the_narrow_one(channels, block_channels):
+    assert _why_not("cuda", 4, channels, 224, (47, 72), (1, 1), (2, 2), (0, 0)) is None
+    assert catalog.variant("bf16", 24 * 36, channels).block_channels == block_channels
 
 
 def test_refuses_when_a_linalg_form_is_forced(monkeypatch):
@@ -128,7 +132,7 @@ def test_cuda_lowering_is_one_extern_dispatch_that_compiles():
     configuration = spec_nd(2, 128, 96, (31, 31), (1, 1), (3, 3), (1, 1))
     mlir = functional.lowered(configuration, target="cuda")
     assert mlir.count("hal.dispatch.extern") == 1
-    assert '"strided_1x1_grad_input_f16_a1"' in mlir  # 11 x 11 positions: 2-byte loads
+    assert '"strided_1x1_grad_input_c128_f16_a1"' in mlir  # 11 x 11 positions: 2-byte loads
     assert extern_kernels.PREFIX not in mlir and "func.call" not in mlir and "linalg.generic" not in mlir
     constants = re.findall(r"arith.constant (\d+) : i32", mlir)
     assert [int(c) for c in constants] == [128, 96, 121, 11, 31, 31, 3, 3, 1, 1]
@@ -191,5 +195,5 @@ def test_one_module_with_two_kernel_calls_of_other_shapes():
     assert "@iree_bwdconv.kernel.strided_1x1_grad_input_1(" in text  # other types
     mlir = lowering.lower(module, *[t.half() for t in tensors], target="cuda")
     assert mlir.count("hal.dispatch.extern") == 2 and extern_kernels.PREFIX not in mlir
-    assert '"strided_1x1_grad_input_f16_a2"' in mlir  # both: 10 and 18 positions
+    assert '"strided_1x1_grad_input_c128_f16_a2"' in mlir  # both: 10 and 18 positions
     assert pipeline.iree_compile(mlir, "cuda")

@@ -4,9 +4,9 @@ own code for a contraction stays far from its matmul (docs/performance.md,
 
 One kernel so far: grad_input of an ungrouped 1x1 kernel at any stride, in
 f16/bf16 (`strided_1x1_grad_input.py`, its Triton source). The package
-ships its PTX for sm_80, one variant per dtype and per alignment of dy's
-rows, which Triton turns into 16-byte (8), 4-byte (2) or 2-byte (1) loads;
-`generate.py` rewrites them. This module is pure Python: it picks a variant
+ships its PTX for sm_80, one variant per tile (by input channels), dtype
+and alignment of dy's rows, which Triton turns into 16-byte (8), 4-byte
+(2) or 2-byte (1) loads; `generate.py` rewrites them. This module is pure Python: it picks a variant
 and computes the kernel's arguments, and knows nothing of MLIR.
 """
 
@@ -21,22 +21,22 @@ from typing import Sequence
 HERE = Path(__file__).parent
 MANIFEST = HERE / "kernels.json"
 KERNEL = "strided_1x1_grad_input"
-# The i32 arguments after the three buffers (w, dy, dx; dx zero-filled and
-# written in place), in the kernel's order.
+# The i32 arguments after the three buffers (w, dy, dx; dx zero-filled, or
+# unfilled at stride 1, and written in place), in the kernel's order.
 ARGUMENTS = ("C", "K", "OHW", "OW", "H", "W", "S_H", "S_W", "P_H", "P_W")
 DTYPES = {"f16": "fp16", "bf16": "bf16"}
 # Divisibility of OHW hinted to Triton per variant; C is always hinted 8.
 ROW_ALIGNMENTS = (8, 2, 1)
 CHANNEL_MULTIPLE = 8
-# One tile config for every variant: (BLOCK_C, BLOCK_Q, BLOCK_K, warps, stages).
-# Eight others (64-256 channels, 64-256 positions, 64 deep, 4 warps, 4
-# stages) were level with it within the H100's noise on the six strided 1x1
-# layers measured, none faster on every one (docs/performance.md).
-TILE = (128, 128, 32, 8, 3)
-# Layers with fewer input channels than a tile keep the linalg GEMM: on c32
-# (a quarter of a tile) the kernel ran 0.58-0.63 ms against its 0.40-0.46,
-# and a tile of 32 channels 0.60.
-MIN_CHANNELS = TILE[0]
+# Tile configs by input channels: (BLOCK_C, BLOCK_Q, BLOCK_K, warps, stages).
+# 128 or more channels take the wide tile; eight others (64-256 channels,
+# 64-256 positions, 64 deep, 4 warps, 4 stages) were level with it within
+# the H100's noise on the six strided 1x1 layers measured, none faster on
+# every one. Fewer channels take the narrow tile, a quarter of the wide
+# one's channels (docs/performance.md, "A narrow tile for few channels").
+WIDE_TILE = (128, 128, 32, 8, 3)
+NARROW_TILE = (32, 128, 32, 4, 4)
+TILES = (WIDE_TILE, NARROW_TILE)
 # Offsets and sizes inside one image are 32-bit in the kernel.
 MAX_IMAGE_ELEMENTS = 2**31 - 1
 # The grid's z is the image; CUDA allows 65535.
@@ -53,8 +53,8 @@ class Variant:
     block_positions: int
 
 
-def variant_name(dtype: str, row_alignment: int) -> str:
-    return f"{KERNEL}_{dtype}_a{row_alignment}"
+def variant_name(dtype: str, row_alignment: int, block_channels: int) -> str:
+    return f"{KERNEL}_c{block_channels}_{dtype}_a{row_alignment}"
 
 
 @functools.cache
@@ -67,9 +67,15 @@ def row_alignment(positions: int) -> int:
     return next(a for a in ROW_ALIGNMENTS if positions % a == 0)
 
 
-def variant(dtype: str, positions: int) -> Variant:
-    """The kernel for `dtype` whose loads suit dy rows of `positions` (OH*OW)."""
-    return variant_by_name(variant_name(dtype, row_alignment(positions)))
+def tile(channels: int) -> tuple[int, int, int, int, int]:
+    """The tile config for grad_input of `channels` input channels."""
+    return WIDE_TILE if channels >= WIDE_TILE[0] else NARROW_TILE
+
+
+def variant(dtype: str, positions: int, channels: int) -> Variant:
+    """The kernel for `dtype` whose loads suit dy rows of `positions` (OH*OW)
+    and whose tile suits `channels` input channels."""
+    return variant_by_name(variant_name(dtype, row_alignment(positions), tile(channels)[0]))
 
 
 def variant_by_name(name: str) -> Variant:

@@ -42,9 +42,9 @@ def _without_scratch(ptx: str, name: str) -> str:
     return ptx
 
 
-def compile_variant(dtype: str, row_alignment: int) -> tuple[str, dict]:
-    name = catalog.variant_name(dtype, row_alignment)
-    block_c, block_q, block_k, warps, stages = catalog.TILE
+def compile_variant(dtype: str, row_alignment: int, tile: tuple[int, int, int, int, int]) -> tuple[str, dict]:
+    block_c, block_q, block_k, warps, stages = tile
+    name = catalog.variant_name(dtype, row_alignment, block_c)
     pointer = f"*{catalog.DTYPES[dtype]}"
     signature = {"w_ptr": pointer, "dy_ptr": pointer, "dx_ptr": pointer, **{a: "i32" for a in catalog.ARGUMENTS}}
     constants = {"BLOCK_C": block_c, "BLOCK_Q": block_q, "BLOCK_K": block_k}
@@ -65,11 +65,12 @@ def compile_variant(dtype: str, row_alignment: int) -> tuple[str, dict]:
 
 def main() -> None:
     manifest = {}
-    for dtype in catalog.DTYPES:
-        for alignment in catalog.ROW_ALIGNMENTS:
-            ptx, entry = compile_variant(dtype, alignment)
-            (HERE / entry["ptx"]).write_text(ptx)
-            manifest[catalog.variant_name(dtype, alignment)] = entry
+    for tile in catalog.TILES:
+        for dtype in catalog.DTYPES:
+            for alignment in catalog.ROW_ALIGNMENTS:
+                ptx, entry = compile_variant(dtype, alignment, tile)
+                (HERE / entry["ptx"]).write_text(ptx)
+                manifest[catalog.variant_name(dtype, alignment, tile[0])] = entry
     catalog.MANIFEST.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
 
