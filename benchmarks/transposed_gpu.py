@@ -59,7 +59,7 @@ def reduction_first(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Va
     """`transposed.grad_input_transposed` with its filter transposed to
     [(g,) f, c, k] and read reduction first."""
     groups, r = spec.groups, spec.spatial_rank
-    c_in, f_out = spec.in_channels // groups, spec.out_channels // groups
+    c_in, f_out = spec.in_channels_per_group, spec.out_channels_per_group
     window = (spec.output_spatial, spec.input_spatial, spec.kernel, spec.stride, spec.padding, spec.dilation)
     low, high = geometry.window_padding_nd(*window)
     dy = lb.pad_or_crop(grad_output, [0, 0, *low], [0, 0, *high])

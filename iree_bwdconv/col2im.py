@@ -69,13 +69,13 @@ def _span_window(spec: ConvBackwardSpec, grad_output: ir.Value, spans: Sequence[
     """[n, g, f, u]: the span of dy, zero outside dy, positions flattened."""
     r, groups = spec.spatial_rank, spec.groups
     window = forms.collapse_range(lb.window(grad_output, spans), 2, 2 + r)  # [n, g*f, u]
-    return lb.expand_dim(window, 1, (groups, spec.out_channels // groups))
+    return lb.expand_dim(window, 1, (groups, spec.out_channels_per_group))
 
 
 def _reversed_taps(spec: ConvBackwardSpec, weight: ir.Value) -> ir.Value:
     """[g, c*k', f]: the kernel reversed, taps-first."""
     r, groups = spec.spatial_rank, spec.groups
-    reversed_ = lb.expand_dim(lb.flip(weight, range(2, 2 + r)), 0, (groups, spec.out_channels // groups))
+    reversed_ = lb.expand_dim(lb.flip(weight, range(2, 2 + r)), 0, (groups, spec.out_channels_per_group))
     return forms.collapse_range(forms.transpose(reversed_, [0, 2, *range(3, 3 + r), 1]), 1, 2 + r)
 
 
@@ -87,7 +87,7 @@ def taps_first_per_image(
     out [f, n*u] was a transpose that took 252 us of the MobileNet stem's
     614 on the H100 (its matmul 36); the whole layer ran 1.6x-2.8x faster
     on 5 of 7 narrow layers, the same on the other two."""
-    groups, c_in = spec.groups, spec.in_channels // spec.groups
+    groups, c_in = spec.groups, spec.in_channels_per_group
     sizes = geometry.widened_last_length([size for _, size in spans], GPU_IMAGE_COLUMNS, GPU_MAX_COLUMN_GROWTH)
     spans = [(start, size) for (start, _), size in zip(spans, sizes)]
     window = _span_window(spec, grad_output, spans)  # [n, g, f, u]
@@ -112,7 +112,7 @@ def taps_first(
     image (broadcasting it to a batch matmul over images copied 19 MB for
     ResNet-18's c256 k512 layer, slower than its whole direct form)."""
     groups = spec.groups
-    c_in = spec.in_channels // groups
+    c_in = spec.in_channels_per_group
     batch = lb.sizes_of(grad_output)[0]
     window = _span_window(spec, grad_output, spans)  # [n, g, f, u]
     if batch == 1:

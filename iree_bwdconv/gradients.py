@@ -269,7 +269,7 @@ def im2col_columns_first(spec: ConvBackwardSpec) -> bool:
 def _rows_columns(spec: ConvBackwardSpec) -> tuple[int, int]:
     """The weight gradient's rows (grad_output channels per group, input
     channels when transposed) and its columns per tap (the other side)."""
-    c_in, f_out = spec.in_channels // spec.groups, spec.out_channels // spec.groups
+    c_in, f_out = spec.in_channels_per_group, spec.out_channels_per_group
     return (c_in, f_out) if spec.transposed else (f_out, c_in)
 
 
@@ -324,7 +324,7 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
     dropped from the result.
     """
     r, groups = spec.spatial_rank, spec.groups
-    c_in, f_out = spec.in_channels // groups, spec.out_channels // groups
+    c_in, f_out = spec.in_channels_per_group, spec.out_channels_per_group
     if spec.transposed:
         source, windows, padded_input = spec.output_spatial, spec.input_spatial, False
     else:

@@ -56,6 +56,14 @@ class ConvBackwardSpec:
         return self.grad_output_shape[1]  # type: ignore[return-value]
 
     @property
+    def in_channels_per_group(self) -> int:
+        return self.in_channels // self.groups
+
+    @property
+    def out_channels_per_group(self) -> int:
+        return self.out_channels // self.groups
+
+    @property
     def kernel(self) -> tuple[int, ...]:
         return self.weight_shape[2:]
 

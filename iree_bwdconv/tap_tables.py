@@ -56,7 +56,7 @@ def one_tap(weight: ir.Value, tap: list[int]) -> ir.Value:
 def decoded_sizes(spec: ConvBackwardSpec, live: list[tuple[geometry.Phase, ...]]) -> list[int]:
     """What `all_tap_tables` divides its flat index by: the groups, the
     channels a group each way and every phase's taps per dim."""
-    sizes = [spec.groups, spec.in_channels // spec.groups, spec.out_channels // spec.groups]
+    sizes = [spec.groups, spec.in_channels_per_group, spec.out_channels_per_group]
     return sizes + [ph.taps for phases in live for ph in phases]
 
 

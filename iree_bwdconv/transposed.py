@@ -27,7 +27,7 @@ def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight:
     dx[n,g,c,i] = sum_{f,k} dyp[n,g,f,i*s+k*d] * w[g,c,f,k]
     """
     groups = spec.groups
-    c_in, f_out = spec.in_channels // groups, spec.out_channels // groups
+    c_in, f_out = spec.in_channels_per_group, spec.out_channels_per_group
     window = (spec.output_spatial, spec.input_spatial, spec.kernel, spec.stride, spec.padding, spec.dilation)
     if any(map(geometry.reads_only_padding, *window)):
         return gradients.zeros_like_input(spec, grad_output)
@@ -71,7 +71,7 @@ def transposed_gemm_applies(spec: ConvBackwardSpec) -> bool:
     convolution widened to f32. On the H100, n16 c512 k256 28x28 stride 2
     (`benchmarks/transposed_gpu.py`): 0.17-0.19 ms against 141 ms
     ungrouped, 0.26 against 4.1 in 4 groups; both right."""
-    per_group = min(spec.in_channels, spec.out_channels) // spec.groups
+    per_group = min(spec.in_channels_per_group, spec.out_channels_per_group)
     return spec.groups == 1 or per_group >= TRANSPOSED_GEMM_MIN_GROUP_CHANNELS
 
 
@@ -90,8 +90,8 @@ def _transposed_one_tap_gemm(spec: ConvBackwardSpec, dy: ir.Value, weight: ir.Va
     taps = forms.collapse_range(weight, 1, 2 + r)
     channels = [spec.in_channels]
     if groups > 1:
-        channels = [groups, spec.in_channels // groups]
-        source = lb.expand_dim(source, 1, (groups, spec.out_channels // groups))
+        channels = [groups, spec.in_channels_per_group]
+        source = lb.expand_dim(source, 1, (groups, spec.out_channels_per_group))
         taps = lb.expand_dim(taps, 0, tuple(channels))
     acc_type = lb.element_type(gradients.ACCUMULATOR)
     init = lb.zeros([lb.sizes_of(dy)[0], *channels, math.prod(spec.input_spatial)], acc_type)

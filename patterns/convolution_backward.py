@@ -65,7 +65,7 @@ def grad_input_direct(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
     """dx[n,g,c,i] = sum_{f,k} buf[n,g,f,i + d*k] * w[g,f,c,K-1-k], in the
     form of a named convolution (`contraction_forms.conv`)."""
     r, groups = spec.spatial_rank, spec.groups
-    c_in, f_out = spec.in_channels // groups, spec.out_channels // groups
+    c_in, f_out = spec.in_channels_per_group, spec.out_channels_per_group
     places = [geometry.scatter_placement(i, o, k, s, p, d)
               for (i, k, s, p, d), o in zip(spec.per_dim(), spec.output_spatial)]
     if any(p.last == p.first for p in places):

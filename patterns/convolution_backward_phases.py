@@ -72,7 +72,7 @@ def _phase_contraction(
     contraction's dispatch, which IREE 3.13's CUDA backend fails to
     bufferize (5x5 stride 2)."""
     r, groups = spec.spatial_rank, spec.groups
-    c_in = spec.in_channels // groups
+    c_in = spec.in_channels_per_group
     channels = [groups, c_in] if groups > 1 else [c_in]
     init = lb.zeros([lb.sizes_of(window)[0], *channels, *rows], lb.element_type(gradients.ACCUMULATOR))
     if table is not None:  # [c, f] for a weight-first GEMM, else the convolution's [(g,) c, f, *j]
@@ -203,7 +203,7 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
     elementwise op; a single live phase is inserted with stride into a zero
     grad_input instead."""
     r, groups = spec.spatial_rank, spec.groups
-    f_out = spec.out_channels // groups
+    f_out = spec.out_channels_per_group
     live, rows = _live_phases(spec)
     if not live:
         return gradients.zeros_like_input(spec, grad_output)
@@ -317,7 +317,7 @@ def grad_input_subpixel(spec: ConvBackwardSpec, grad_output: ir.Value, weight: i
     """All phases in one contraction whose output is laid out [.., q, r, ..]
     per dim, so that a reshape interleaves the phases (depth-to-space)."""
     r, groups = spec.spatial_rank, spec.groups
-    c_in, f_out = spec.in_channels // groups, spec.out_channels // groups
+    c_in, f_out = spec.in_channels_per_group, spec.out_channels_per_group
     window = (spec.input_spatial, spec.output_spatial, spec.kernel, spec.stride, spec.padding, spec.dilation)
     if any(map(geometry.reads_only_padding, *window)):
         return gradients.zeros_like_input(spec, grad_output)
@@ -491,7 +491,7 @@ def _narrow_groups_on_gfx942(spec: ConvBackwardSpec) -> bool:
     compiled; widening only the phases, whose conversions IREE fuses into
     them, did not help: docs/performance.md, "Random layers compiled for
     GPUs"). CUDA compiled all of them."""
-    c_group, f_group = spec.in_channels // spec.groups, spec.out_channels // spec.groups
+    c_group, f_group = spec.in_channels_per_group, spec.out_channels_per_group
     return targets.current() == "gfx942" and spec.groups > 1 and c_group < 16 and f_group >= 32
 
 

@@ -76,6 +76,16 @@ def test_groups_must_divide_both_channel_counts():
         call(tensors(dy=(2, 3, 4, 4), x=(2, 2, 8, 8), w=(3, 1, 3, 3)), groups=2, bias_sizes=None)
 
 
+@pytest.mark.parametrize("transposed, shapes", [
+    (False, dict(dy=(2, 12, 6, 6), x=(2, 8, 8, 8), w=(12, 2, 3, 3))),  # w: [out, in / groups, ...]
+    (True, dict(dy=(2, 12, 10, 10), x=(2, 8, 8, 8), w=(8, 3, 3, 3))),  # w: [in, out / groups, ...]
+])
+def test_channels_per_group_of_a_spec(transposed, shapes):
+    configuration = functional.spec_of(*tensors(**shapes), None, [1, 1], [0, 0], [1, 1], transposed, [0, 0], 4,
+                                       [True, True, False])
+    assert (configuration.in_channels_per_group, configuration.out_channels_per_group) == (2, 3)
+
+
 @pytest.mark.parametrize("dtype", [torch.int32, torch.float64, torch.int8])
 def test_unsupported_dtypes_are_named(dtype):
     with pytest.raises(UnsupportedDtypeError, match="grad_output.dtype"):
