@@ -1,0 +1,94 @@
+"""The 1x1 grad_input kernel on the H100 against the linalg GEMM it replaced
+(the per-phase form, forced) and IREE's own matmul of the same GEMM: every
+1x1 layer of the benchmark's shapes, and layers of 16 to 96 input
+channels (the narrow tile) and at stride 1. With `tiles`, also the kernel
+compiled with each tile of `CANDIDATE_TILES` (needs Triton, as
+`iree_bwdconv/kernels/generate.py` does).
+
+    ./dev python -m benchmarks.kernel_1x1 prepare .bench-kernel [tiles] [MATCH]   # here
+    python3 benchmarks/run_on_gpu.py .bench-kernel results.json                  # there
+    cd benchmarks && python3 host_time_on_gpu.py ../.bench-kernel gpu.json .     # there: GPU time per call
+    ./dev python -m benchmarks.kernel_1x1 report results.json                   # here
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Iterator, Sequence
+from unittest import mock
+
+from iree_bwdconv.kernels import catalog
+
+from . import modules
+from .forms import RESNET50_H100
+from .gpu import iree_matmul_entry, print_variant_table
+from .shapes import SHAPES, Shape
+
+# Layers of fewer channels than the wide tile: seed 003's c32 layer with
+# other channel counts, and ResNet-like ones; one at stride 1.
+NARROW = (
+    Shape("1x1 s2 n4 c16 k224 470x725", 4, 16, 224, (470, 725), 1, 2, 0, dtype="bf16"),
+    Shape("1x1 s2 n4 c64 k224 470x725", 4, 64, 224, (470, 725), 1, 2, 0, dtype="bf16"),
+    Shape("1x1 s2 n4 c96 k224 470x725", 4, 96, 224, (470, 725), 1, 2, 0, dtype="bf16"),
+    Shape("1x1 s2 n32 c64 k256 56x56", 32, 64, 256, (56, 56), 1, 2, 0),
+    Shape("1x1 s1 n32 c64 k256 56x56", 32, 64, 256, (56, 56), 1, 1, 0),
+    Shape("1x1 s2 n32 c96 k384 28x28", 32, 96, 384, (28, 28), 1, 2, 0),
+)
+LAYERS = (*(s for s in (*SHAPES, *RESNET50_H100) if s.kernel == 1 and s.dtype != "f32"), *NARROW)
+# (channels, positions, depth, warps, stages) tried on few channels besides
+# the shipped tiles (docs/performance.md, "A narrow tile for few channels").
+CANDIDATE_TILES = ((32, 256, 32, 4, 3), (32, 512, 16, 8, 3))
+
+
+def tile_name(tile: Sequence[int]) -> str:
+    return "tile-{}x{}x{}-w{}-s{}".format(*tile)
+
+
+@contextlib.contextmanager
+def kernel_tile(folder: Path, tile: Sequence[int]) -> Iterator[None]:
+    """Lowerings inside the block link the kernel compiled with `tile`
+    (its PTX written into `folder`) in place of the shipped variants."""
+    from iree_bwdconv.kernels import generate  # imports Triton
+
+    def variant(dtype: str, positions: int, channels: int) -> catalog.Variant:
+        ptx, entry = generate.compile_variant(dtype, catalog.row_alignment(positions), tuple(tile))
+        name = f"{tile_name(tile)}-{entry['ptx']}".replace("-", "_")
+        path = folder / name
+        path.write_text(ptx.replace(entry["ptx"].removesuffix(".ptx"), path.stem))
+        return catalog.Variant(path.stem, path, tuple(entry["workgroup_size"]), entry["shared_memory"],
+                               tile[0], tile[1])
+
+    with mock.patch.object(catalog, "variant", variant):
+        yield
+
+
+def prepare(folder: Path, tiles: bool = False, match: str = "") -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = []
+    for index, shape in enumerate(LAYERS):
+        if not re.search(match, shape.name):
+            continue
+        mask = modules.GRAD_INPUT_ONLY
+        texts = {"ours": modules.ours(shape, mask, "cuda"), "linalg-gemm": modules.ours(shape, mask, "cuda", "per-phase")}
+        for tile in CANDIDATE_TILES if tiles else ():
+            with kernel_tile(folder, tile):
+                texts[tile_name(tile)] = modules.lowered_uncached(shape, mask, "cuda")
+        for variant, text in texts.items():
+            manifest.append(modules.compiled_entry(folder, text, "cuda", shape=shape.name, mask="grad_input",
+                                                   variant=variant, vmfb=f"k{index}-{variant}.vmfb",
+                                                   inputs=modules.input_specs(shape)))
+        manifest.append(iree_matmul_entry(folder, shape, f"k{index}-iree-matmul.vmfb"))
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+
+if __name__ == "__main__":
+    command, path, rest = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
+    if command == "prepare":
+        match = [word for word in rest if word != "tiles"]
+        prepare(path, "tiles" in rest, match[0] if match else "")
+    else:
+        print_variant_table(path, LAYERS)
