@@ -6,8 +6,9 @@ One kernel so far: grad_input of an ungrouped 1x1 kernel at any stride, in
 f16/bf16 (`strided_1x1_grad_input.py`, its Triton source). The package
 ships its PTX for sm_80, one variant per tile (by input channels), dtype
 and alignment of dy's rows, which Triton turns into 16-byte (8), 4-byte
-(2) or 2-byte (1) loads; `generate.py` rewrites them. This module is pure Python: it picks a variant
-and computes the kernel's arguments, and knows nothing of MLIR.
+(2) or 2-byte (1) loads; `generate.py` rewrites them. This module is pure
+Python: it picks a variant and computes the kernel's arguments, and knows
+nothing of MLIR.
 """
 
 from __future__ import annotations
