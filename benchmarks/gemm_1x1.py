@@ -30,7 +30,7 @@ from iree_bwdconv import linalg_builders as lb
 from iree_bwdconv import lowering, tap_tables
 
 from . import modules, tile_override
-from .gpu import iree_matmul_entry, print_variant_table
+from .gpu import grad_input_entries, print_variant_table
 from .forms import RESNET50_H100
 from .shapes import SHAPES, Shape
 
@@ -303,13 +303,8 @@ def prepare(folder: Path, names: Optional[Sequence[str]] = None) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     manifest = []
     for index, shape in enumerate(ONE_BY_ONE):
-        for name, text in variants(shape).items():
-            if names and name not in names:
-                continue
-            manifest.append(modules.compiled_entry(folder, text, "cuda", shape=shape.name, mask="grad_input",
-                                                   variant=name, vmfb=f"g{index}-{name}.vmfb",
-                                                   inputs=modules.input_specs(shape)))
-        manifest.append(iree_matmul_entry(folder, shape, f"g{index}-iree-matmul.vmfb"))
+        texts = {name: text for name, text in variants(shape).items() if not names or name in names}
+        manifest += grad_input_entries(folder, f"g{index}", shape, texts)
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 

@@ -58,6 +58,15 @@ def iree_matmul_entry(folder: Path, shape: Shape, vmfb: str) -> dict:
                 inputs=[f"{m}x{shape.k}x{shape.dtype}", f"{shape.k}x{shape.c}x{shape.dtype}"])
 
 
+def grad_input_entries(folder: Path, stem: str, shape: Shape, texts: dict[str, str]) -> list[dict]:
+    """Manifest entries of one 1x1 shape's grad_input modules, each text
+    compiled for CUDA into folder/STEM-NAME.vmfb, then IREE's own matmul of its GEMM."""
+    entries = [modules.compiled_entry(folder, text, "cuda", shape=shape.name, mask="grad_input", variant=name,
+                                      vmfb=f"{stem}-{name}.vmfb", inputs=modules.input_specs(shape))
+               for name, text in texts.items()]
+    return [*entries, iree_matmul_entry(folder, shape, f"{stem}-iree-matmul.vmfb")]
+
+
 def print_variant_table(results_path: Path, shapes: Sequence[Shape], names: Optional[Sequence[str]] = None) -> None:
     """One row per shape, one column per variant (all of them unless `names`), median ms."""
     results = json.loads(results_path.read_text())

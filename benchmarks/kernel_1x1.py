@@ -25,7 +25,7 @@ from iree_bwdconv.kernels import catalog
 
 from . import modules
 from .forms import RESNET50_H100
-from .gpu import iree_matmul_entry, print_variant_table
+from .gpu import grad_input_entries, print_variant_table
 from .shapes import SHAPES, Shape
 
 # Layers of fewer channels than the wide tile: seed 003's c32 layer with
@@ -77,11 +77,7 @@ def prepare(folder: Path, tiles: bool = False, match: str = "") -> None:
         for tile in CANDIDATE_TILES if tiles else ():
             with kernel_tile(folder, tile):
                 texts[tile_name(tile)] = modules.lowered_uncached(shape, mask, "cuda")
-        for variant, text in texts.items():
-            manifest.append(modules.compiled_entry(folder, text, "cuda", shape=shape.name, mask="grad_input",
-                                                   variant=variant, vmfb=f"k{index}-{variant}.vmfb",
-                                                   inputs=modules.input_specs(shape)))
-        manifest.append(iree_matmul_entry(folder, shape, f"k{index}-iree-matmul.vmfb"))
+        manifest += grad_input_entries(folder, f"k{index}", shape, texts)
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 
