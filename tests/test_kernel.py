@@ -157,6 +157,16 @@ def test_stride_1_writes_into_an_unfilled_grad_input():
     assert pipeline.iree_compile(mlir, "cuda")
 
 
+def test_few_channels_dispatch_the_narrow_tile():
+    """64 input channels: the narrow tile's variant, its 4 warps, and
+    workgroups over channel tiles of 32."""
+    mlir = functional.lowered(spec_nd(2, 64, 96, (31, 31), (1, 1), (2, 2), (0, 0)), target="cuda")
+    assert '"strided_1x1_grad_input_c32_f16_a8"' in mlir  # 16 x 16 positions: 16-byte loads
+    assert re.search(r"workgroup_size = \[128 : index, 1 : index, 1 : index\]", mlir)
+    assert sorted(re.findall(r"arith.ceildivui %arg\d+, %c(\d+)", mlir)) == ["128", "32"]
+    assert pipeline.iree_compile(mlir, "cuda")
+
+
 def test_other_targets_keep_the_linalg_lowering():
     configuration = spec_nd(2, 128, 96, (31, 31), (1, 1), (3, 3), (1, 1))
     for target in ("gfx942", "cpu"):
