@@ -52,9 +52,9 @@ _LAYERS = (
     _layer("1x1_s2_odd", 6, 96, 200, 59, 1, 2, 0, 1, "auto"),  # phases of different lengths
     _layer("1x1_s3_p1_g2", 4, 64, 96, 31, 1, 3, 1, 2, "auto"),
     _layer("1x1_s2_h1", 8, 64, 128, (1, 59), 1, 2, 0, 1, "auto"),  # strided along w only (f16/bf16: the kernel)
-    # The 1x1 kernel's own cases (f16/bf16 for CUDA, 128+ input channels; `kernels.catalog`):
-    # padding, padding >= stride, stride per dim, stride 1, dy rows a multiple of 8 (the a8 variant), 1-D,
-    # channels that are not a multiple of the tile's; and input channels it refuses (12).
+    # The 1x1 kernel's own cases (f16/bf16 for CUDA, input channels a multiple of 8; `kernels.catalog`):
+    # padding, padding >= stride, stride per dim, stride 1, the narrow tile, dy rows a multiple of 8 (the
+    # a8 variant), 1-D, channels that are not a multiple of the tile's; and input channels it refuses (12).
     _layer("1x1_s3_p1", 4, 128, 96, 31, 1, 3, 1, 1, "auto"),
     _layer("1x1_s2_p2", 4, 128, 64, 15, 1, 2, 2, 1, "auto"),
     _layer("1x1_s21", 8, 128, 128, 29, 1, (2, 1), 0, 1, "auto"),

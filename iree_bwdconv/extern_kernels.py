@@ -4,7 +4,7 @@
 The patterns build IR with torch-mlir's bindings, which have no HAL
 dialect, so a pattern that hands a computation to a kernel emits a call of
 a private declaration `@iree_bwdconv.kernel.*` on (weight, grad_output,
-zero-filled grad_input) carrying the layer's stride and padding. `link`
+the grad_input it writes into) carrying the layer's stride and padding. `link`
 runs on the finished linalg module in IREE's bindings: each such call
 becomes one extern dispatch of the kernel's PTX (embedded, so the IR
 compiles anywhere; the variant follows from the types, `catalog.variant`)
@@ -100,9 +100,9 @@ def _replace(call: ir.Operation) -> None:
 
 
 def _layout(constants: int) -> ir.Attribute:
-    """Bindings w and dy read-only, then dx (read and written: the zeros it
-    comes in with stay where the kernel writes no value); `constants` i32
-    push constants."""
+    """Bindings w and dy read-only, then dx (read and written: where a
+    stride leaves gaps, the zeros it comes in with stay where the kernel
+    writes no value); `constants` i32 push constants."""
     read = "#hal.pipeline.binding<storage_buffer, ReadOnly>"
     return ir.Attribute.parse(
         f"#hal.pipeline.layout<constants = {constants}, bindings = [{read}, {read}, "

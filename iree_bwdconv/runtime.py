@@ -74,7 +74,7 @@ def cuda_allocators(capacity: int) -> list[str]:
 def _gpu_bytes() -> int | None:
     try:
         return torch.cuda.get_device_properties(_IREE_CUDA_INDEX).total_memory
-    except (RuntimeError, AssertionError, AttributeError):  # torch without CUDA, or no GPU
+    except (RuntimeError, AssertionError):  # no GPU, or torch without CUDA
         return None
 
 

@@ -4,7 +4,7 @@ grad_weight, with the split forced down to chunks of a few terms so that the
 small cases split too: the im2col matmul split into runs of its reduction,
 the one contraction split by images, and `weight_rows` (per image, split by
 images; any ungrouped kernel here, 1x1 ones in the lowering). The CUDA
-kernel of strided 1x1 grad_inputs is kept out: its PTX cannot run on the
+kernel of 1x1 grad_inputs is kept out: its PTX cannot run on the
 CPU, and these tests are about the other gradients."""
 
 from __future__ import annotations
