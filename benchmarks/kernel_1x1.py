@@ -39,9 +39,12 @@ NARROW = (
     Shape("1x1 s2 n32 c96 k384 28x28", 32, 96, 384, (28, 28), 1, 2, 0),
 )
 LAYERS = (*(s for s in (*SHAPES, *RESNET50_H100) if s.kernel == 1 and s.dtype != "f32"), *NARROW)
-# (channels, positions, depth, warps, stages) tried on few channels besides
-# the shipped tiles (docs/performance.md, "A narrow tile for few channels").
-CANDIDATE_TILES = ((32, 256, 32, 4, 3), (32, 512, 16, 8, 3))
+# (channels, positions, depth, warps, stages): the tiles the kernel had
+# until the wide and middle tiles of docs/performance.md's "Smaller tiles
+# for the 1x1 kernel": stop 28's wide tile, and the narrow tile, which
+# layers of 64-127 channels took. Stop 29 also tried (32, 256, 32, 4, 3) and
+# (32, 512, 16, 8, 3) on few channels ("A narrow tile for few channels").
+CANDIDATE_TILES = ((128, 128, 32, 8, 3), (32, 128, 32, 4, 4))
 
 
 def tile_name(tile: Sequence[int]) -> str:

@@ -30,14 +30,16 @@ DTYPES = {"f16": "fp16", "bf16": "bf16"}
 ROW_ALIGNMENTS = (8, 2, 1)
 CHANNEL_MULTIPLE = 8
 # Tile configs by input channels: (BLOCK_C, BLOCK_Q, BLOCK_K, warps, stages).
-# 128 or more channels take the wide tile; eight others (64-256 channels,
-# 64-256 positions, 64 deep, 4 warps, 4 stages) were level with it within
-# the H100's noise on the six strided 1x1 layers measured, none faster on
-# every one. Fewer channels take the narrow tile, a quarter of the wide
-# one's channels (docs/performance.md, "A narrow tile for few channels").
-WIDE_TILE = (128, 128, 32, 8, 3)
+# 128 or more channels take the wide tile, 64-127 the middle one, fewer the
+# narrow one. On the H100 the wide tile of 64 positions and 4 warps ran
+# 1.1x-1.35x faster than stop 28's 128 x 128 with 8 warps on every wide
+# layer measured, and no other of seven tiles was faster on every one; the
+# middle tile 1.06x-1.14x faster than the narrow one on layers of 64 and 96
+# channels (docs/performance.md, "Smaller tiles for the 1x1 kernel").
+WIDE_TILE = (128, 64, 32, 4, 4)
+MIDDLE_TILE = (64, 64, 32, 4, 4)
 NARROW_TILE = (32, 128, 32, 4, 4)
-TILES = (WIDE_TILE, NARROW_TILE)
+TILES = (WIDE_TILE, MIDDLE_TILE, NARROW_TILE)
 # Offsets and sizes inside one image are 32-bit in the kernel.
 MAX_IMAGE_ELEMENTS = 2**31 - 1
 # The grid's z is the image; CUDA allows 65535.
@@ -69,8 +71,9 @@ def row_alignment(positions: int) -> int:
 
 
 def tile(channels: int) -> tuple[int, int, int, int, int]:
-    """The tile config for grad_input of `channels` input channels."""
-    return WIDE_TILE if channels >= WIDE_TILE[0] else NARROW_TILE
+    """The tile config for grad_input of `channels` input channels: the
+    widest whose channel block they fill."""
+    return next((t for t in TILES if channels >= t[0]), NARROW_TILE)
 
 
 def variant(dtype: str, positions: int, channels: int) -> Variant:
