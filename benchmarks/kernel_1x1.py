@@ -1,8 +1,10 @@
 """The 1x1 grad_input kernel on the H100 against the linalg GEMM it replaced
 (the per-phase form, forced) and IREE's own matmul of the same GEMM: every
-1x1 layer of the benchmark's shapes, and layers of 16 to 96 input
-channels (the narrow tile) and at stride 1. With `tiles`, also the kernel
-compiled with each tile of `CANDIDATE_TILES` (needs Triton, as
+1x1 layer of the benchmark's shapes, layers of 16 to 96 input channels
+(the narrow and middle tiles), at stride 1, and more that the kernel
+writes in whole 2 x 2 blocks. Where it writes blocks, also its form that
+stores only values into zeros ("values-only"). With `tiles`, also the
+kernel compiled with each tile of `CANDIDATE_TILES` (needs Triton, as
 `iree_bwdconv/kernels/generate.py` does).
 
     ./dev python -m benchmarks.kernel_1x1 prepare .bench-kernel [tiles] [MATCH]   # here
@@ -38,7 +40,14 @@ NARROW = (
     Shape("1x1 s1 n32 c64 k256 56x56", 32, 64, 256, (56, 56), 1, 1, 0),
     Shape("1x1 s2 n32 c96 k384 28x28", 32, 96, 384, (28, 28), 1, 2, 0),
 )
-LAYERS = (*(s for s in (*SHAPES, *RESNET50_H100) if s.kernel == 1 and s.dtype != "f32"), *NARROW)
+# Layers whose grad_input is exactly twice dy's size at stride 2, beside
+# the projection: the kernel writes them in whole 2 x 2 blocks.
+BLOCKS = (
+    Shape("R50 1x1 s2 n32 c512 k1024 28x28 (projection)", 32, 512, 1024, (28, 28), 1, 2, 0),
+    Shape("1x1 s2 n32 c128 k256 56x56", 32, 128, 256, (56, 56), 1, 2, 0),
+    Shape("1x1 s2 n32 c256 k512 112x112", 32, 256, 512, (112, 112), 1, 2, 0),
+)
+LAYERS = (*(s for s in (*SHAPES, *RESNET50_H100) if s.kernel == 1 and s.dtype != "f32"), *NARROW, *BLOCKS)
 # (channels, positions, depth, warps, stages): the tiles the kernel had
 # until the wide and middle tiles of docs/performance.md's "Smaller tiles
 # for the 1x1 kernel": stop 28's wide tile, and the narrow tile, which
@@ -54,11 +63,14 @@ def tile_name(tile: Sequence[int]) -> str:
 @contextlib.contextmanager
 def kernel_tile(folder: Path, tile: Sequence[int]) -> Iterator[None]:
     """Lowerings inside the block link the kernel compiled with `tile`
-    (its PTX written into `folder`) in place of the shipped variants."""
+    (its PTX written into `folder`), in the form of the shipped variant it
+    replaces."""
     from iree_bwdconv.kernels import generate  # imports Triton
 
-    def variant(dtype: str, positions: int, channels: int) -> catalog.Variant:
-        ptx, entry = generate.compile_variant(dtype, catalog.row_alignment(positions), tuple(tile))
+    def variant(dtype: str, arguments: Sequence[int]) -> catalog.Variant:
+        positions = arguments[catalog.ARGUMENTS.index("OHW")]
+        ptx, entry = generate.compile_variant(dtype, catalog.row_alignment(positions), tuple(tile),
+                                              catalog.block_vector(arguments))
         name = f"{tile_name(tile)}-{entry['ptx']}".replace("-", "_")
         path = folder / name
         path.write_text(ptx.replace(entry["ptx"].removesuffix(".ptx"), path.stem))
@@ -66,6 +78,14 @@ def kernel_tile(folder: Path, tile: Sequence[int]) -> Iterator[None]:
                                tile[0], tile[1])
 
     with mock.patch.object(catalog, "variant", variant):
+        yield
+
+
+@contextlib.contextmanager
+def values_only() -> Iterator[None]:
+    """Lowerings inside the block take the kernel's form that stores only
+    values, into zeros, where they would write whole 2 x 2 blocks."""
+    with mock.patch.object(catalog, "block_vector", lambda arguments: 0):
         yield
 
 
@@ -77,6 +97,10 @@ def prepare(folder: Path, tiles: bool = False, match: str = "") -> None:
             continue
         mask = modules.GRAD_INPUT_ONLY
         texts = {"ours": modules.ours(shape, mask, "cuda"), "linalg-gemm": modules.ours(shape, mask, "cuda", "per-phase")}
+        with values_only():
+            values = modules.lowered_uncached(shape, mask, "cuda")
+        if values != texts["ours"]:
+            texts["values-only"] = values
         for tile in CANDIDATE_TILES if tiles else ():
             with kernel_tile(folder, tile):
                 texts[tile_name(tile)] = modules.lowered_uncached(shape, mask, "cuda")

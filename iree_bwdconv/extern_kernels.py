@@ -80,7 +80,7 @@ def _replace(call: ir.Operation) -> None:
     arguments = catalog.arguments(in_channels, out_channels, input_size, output_size,
                                   _ints(call.attributes[STRIDE]), _ints(call.attributes[PADDING]))
     positions = arguments[catalog.ARGUMENTS.index("OHW")]
-    variant = catalog.variant(str(dx_type.element_type), positions, in_channels)
+    variant = catalog.variant(str(dx_type.element_type), arguments)
     index, i32 = ir.IndexType.get(), ir.IntegerType.get_signless(32)
     with ir.InsertionPoint(call), call.location:
         constants = [arith.ConstantOp(i32, value).result for value in arguments]
@@ -100,9 +100,9 @@ def _replace(call: ir.Operation) -> None:
 
 
 def _layout(constants: int) -> ir.Attribute:
-    """Bindings w and dy read-only, then dx (read and written: where a
-    stride leaves gaps, the zeros it comes in with stay where the kernel
-    writes no value); `constants` i32 push constants."""
+    """Bindings w and dy read-only, then dx (read and written: where the
+    kernel writes only values, the zeros it comes in with stay in the
+    gaps a stride leaves); `constants` i32 push constants."""
     read = "#hal.pipeline.binding<storage_buffer, ReadOnly>"
     return ir.Attribute.parse(
         f"#hal.pipeline.layout<constants = {constants}, bindings = [{read}, {read}, "

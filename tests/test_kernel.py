@@ -25,13 +25,13 @@ def test_row_alignment(positions, alignment):
     assert positions % alignment == 0
 
 
-@pytest.mark.parametrize("tile, dtype, alignment",
-                         list(itertools.product(catalog.TILES, catalog.DTYPES, catalog.ROW_ALIGNMENTS)))
-def test_every_variant_ships_its_ptx(tile, dtype, alignment):
+@pytest.mark.parametrize("tile, dtype, alignment, block_vector", catalog.VARIANTS)
+def test_every_variant_ships_its_ptx(tile, dtype, alignment, block_vector):
     """Each variant's PTX has one entry point of that name, the three
     buffers and ten i32 arguments that IREE passes (Triton's scratch
-    pointers cut), and the block size and shared memory the dispatch declares."""
-    variant = catalog.variant_by_name(catalog.variant_name(dtype, alignment, tile[0]))
+    pointers cut), and the block size and shared memory the dispatch
+    declares; the blocks' stores are 16 or 8 bytes wide."""
+    variant = catalog.variant_by_name(catalog.variant_name(dtype, alignment, tile[0], block_vector))
     assert (variant.block_channels, variant.block_positions) == tile[:2]
     assert variant.workgroup_size == (32 * tile[3], 1, 1)
     ptx = variant.ptx.read_text()
@@ -41,6 +41,13 @@ def test_every_variant_ships_its_ptx(tile, dtype, alignment):
     assert re.search(r"\.reqntid (\d+)", ptx).group(1) == str(variant.workgroup_size[0])
     assert ".target sm_80" in ptx and "global_smem" in ptx
     assert 0 < variant.shared_memory <= 48 * 1024
+    stores = set(re.findall(r"st\.global(?:\.v\d)?\.b\d+", ptx))
+    assert stores == ({"st.global.b16"} if not block_vector else {f"st.global.v{block_vector}.b32"})
+
+
+def test_every_variant_is_listed_once():
+    names = [catalog.variant_name(dtype, alignment, tile[0], vector) for tile, dtype, alignment, vector in catalog.VARIANTS]
+    assert len(set(names)) == len(names) == 26
 
 
 @pytest.mark.parametrize("size, stride, padding", [
@@ -108,7 +115,8 @@ def test_refuses_channels_it_cannot_read_eight_at_a_time():
                          [(8, 32), (32, 32), (56, 32), (64, 64), (120, 64), (128, 128), (136, 128)])
 def test_each_layer_takes_the_widest_tile_its_channels_fill(channels, block_channels):
     assert _why_not("cuda", 4, channels, 224, (47, 72), (1, 1), (2, 2), (0, 0)) is None
-    assert catalog.variant("bf16", 24 * 36, channels).block_channels == block_channels
+    arguments = catalog.arguments(channels, 224, (47, 72), (24, 36), (2, 2), (0, 0))
+    assert catalog.variant("bf16", arguments).block_channels == block_channels
 
 
 def test_refuses_when_a_linalg_form_is_forced(monkeypatch):
@@ -169,6 +177,62 @@ def test_few_channels_dispatch_a_narrower_tile(channels, variant, tiles):
     assert pipeline.iree_compile(mlir, "cuda")
 
 
+@pytest.mark.parametrize("sizes, out, stride, padding, channels, vector", [
+    ((56, 56), (28, 28), (2, 2), (0, 0), 256, 4),  # ResNet-50's projection
+    ((100, 100), (50, 50), (2, 2), (0, 0), 512, 2),  # rows of 50: 2 positions a store
+    ((14, 24), (7, 12), (2, 2), (0, 0), 136, 4),
+    ((50, 50), (25, 25), (2, 2), (0, 0), 1024, 0),  # odd rows: values only
+    ((57, 56), (29, 28), (2, 2), (0, 0), 256, 0),  # the last block row outside grad_input
+    ((56, 56), (29, 29), (2, 2), (1, 1), 256, 0),  # padded
+    ((56, 56), (28, 56), (2, 1), (0, 0), 256, 0),  # stride 1 along w
+    ((84, 84), (28, 28), (3, 3), (0, 0), 256, 0),  # stride 3
+    ((56, 56), (28, 28), (2, 2), (0, 0), 96, 0),  # the middle tile
+    ((56,), (28,), (2,), (0,), 256, 0),  # 1-D: stride 1 along the kernel's h
+])
+def test_block_vector(sizes, out, stride, padding, channels, vector):
+    arguments = catalog.arguments(channels, 64, sizes, out, stride, padding)
+    assert catalog.block_vector(arguments) == vector
+    assert catalog.writes_every_position(arguments) == (vector > 0)
+    assert catalog.variant("f16", arguments).name.startswith(f"{catalog.KERNEL}_blocks_v{vector}_" if vector else
+                                                            f"{catalog.KERNEL}_c")
+
+
+@pytest.mark.parametrize("oh, ow", [(1, 2), (3, 2), (2, 4), (5, 6), (4, 8), (7, 12), (1, 20)])
+def test_blocks_cover_grad_input_once_with_aligned_runs(oh, ow):
+    """The blocks kernel's stores, brute force (strided_1x1_grad_input.py):
+    position q's 2 x 2 block at rows 2*oh, 2*oh + 1 and columns 2*ow,
+    2*ow + 1, its value at the forward's read position. Every element of
+    grad_input is stored once, and each run of VEC positions from a
+    multiple of VEC writes 2*VEC contiguous elements of each row from a
+    multiple of 2*VEC, as the kernel's hints to Triton claim."""
+    h, w = 2 * oh, 2 * ow
+    arguments = catalog.arguments(128, 64, (h, w), (oh, ow), (2, 2), (0, 0))
+    vector = catalog.block_vector(arguments)
+    assert vector == (4 if ow % 4 == 0 else 2)
+    stored = []
+    for q in range(oh * ow):
+        top_left = 2 * (q // ow) * w + 2 * (q % ow)
+        assert divmod(top_left, w) == (2 * (q // ow), 2 * (q % ow))  # the value: i = oh*2, j = ow*2
+        stored += [top_left, top_left + 1, top_left + w, top_left + w + 1]
+    assert sorted(stored) == list(range(h * w))
+    for start in range(0, oh * ow, vector):
+        tops = [2 * (q // ow) * w + 2 * (q % ow) + t for q in range(start, start + vector) for t in (0, 1)]
+        assert tops == list(range(tops[0], tops[0] + 2 * vector)) and tops[0] % (2 * vector) == 0
+    assert w % (2 * vector) == 0 and (oh * ow) % vector == 0  # W's hinted divisibility; runs all in or out of range
+
+
+def test_whole_blocks_write_into_an_unfilled_grad_input():
+    """ResNet-50's projection: the blocks variant, writing all of
+    grad_input, so no fill and no memset."""
+    configuration = spec_nd(2, 256, 512, (56, 56), (1, 1), (2, 2), (0, 0))
+    mlir = functional.lowered(configuration, target="cuda")
+    assert mlir.count("hal.dispatch.extern") == 1 and "linalg.fill" not in mlir
+    assert '"strided_1x1_grad_input_blocks_v4_c128_f16_a8"' in mlir
+    (empty,) = re.findall(r"(%\d+) = tensor.empty\(\) : tensor<2x256x56x56xf16>", mlir)
+    assert re.search(rf"%arg2, %arg0, {empty}\) : .* -> {empty} count", mlir)
+    assert pipeline.iree_compile(mlir, "cuda")
+
+
 def test_other_targets_keep_the_linalg_lowering():
     configuration = spec_nd(2, 128, 96, (31, 31), (1, 1), (3, 3), (1, 1))
     for target in ("gfx942", "cpu"):
@@ -207,5 +271,6 @@ def test_one_module_with_two_kernel_calls_of_other_shapes():
     assert "@iree_bwdconv.kernel.strided_1x1_grad_input_1(" in text  # other types
     mlir = lowering.lower(module, *[t.half() for t in tensors], target="cuda")
     assert mlir.count("hal.dispatch.extern") == 2 and extern_kernels.PREFIX not in mlir
-    assert '"strided_1x1_grad_input_c128_f16_a2"' in mlir  # both: 10 and 18 positions
+    # both: 10 and 18 positions, rows of 2 and 6, grad_input twice dy: whole blocks, 8 bytes a store
+    assert '"strided_1x1_grad_input_blocks_v2_c128_f16_a2"' in mlir
     assert pipeline.iree_compile(mlir, "cuda")

@@ -3,12 +3,14 @@ own code for a contraction stays far from its matmul (docs/performance.md,
 "A kernel of our own for the strided 1x1 GEMM").
 
 One kernel so far: grad_input of an ungrouped 1x1 kernel at any stride, in
-f16/bf16 (`strided_1x1_grad_input.py`, its Triton source). The package
-ships its PTX for sm_80, one variant per tile (by input channels), dtype
-and alignment of dy's rows, which Triton turns into 16-byte (8), 4-byte
-(2) or 2-byte (1) loads; `generate.py` rewrites them. This module is pure
-Python: it picks a variant and computes the kernel's arguments, and knows
-nothing of MLIR.
+f16/bf16 (`strided_1x1_grad_input.py`, its Triton source), in two forms:
+one stores the GEMM's values into a grad_input of zeros, the other (at
+stride 2 without padding, where it can) whole 2 x 2 blocks into an
+unfilled one. The package ships its PTX for sm_80, one variant per form,
+tile (by input channels), dtype and alignment of dy's rows, which Triton
+turns into 16-byte (8), 4-byte (2) or 2-byte (1) loads; `generate.py`
+rewrites them. This module is pure Python: it picks a variant and
+computes the kernel's arguments, and knows nothing of MLIR.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ HERE = Path(__file__).parent
 MANIFEST = HERE / "kernels.json"
 KERNEL = "strided_1x1_grad_input"
 # The i32 arguments after the three buffers (w, dy, dx; dx zero-filled, or
-# unfilled at stride 1, and written in place), in the kernel's order.
+# unfilled where the kernel writes every position, and written in place),
+# in the kernel's order.
 ARGUMENTS = ("C", "K", "OHW", "OW", "H", "W", "S_H", "S_W", "P_H", "P_W")
 DTYPES = {"f16": "fp16", "bf16": "bf16"}
 # Divisibility of OHW hinted to Triton per variant; C is always hinted 8.
@@ -31,15 +34,28 @@ ROW_ALIGNMENTS = (8, 2, 1)
 CHANNEL_MULTIPLE = 8
 # Tile configs by input channels: (BLOCK_C, BLOCK_Q, BLOCK_K, warps, stages).
 # 128 or more channels take the wide tile, 64-127 the middle one, fewer the
-# narrow one. On the H100 the wide tile of 64 positions and 4 warps ran
-# 1.1x-1.35x faster than stop 28's 128 x 128 with 8 warps on every wide
-# layer measured, and no other of seven tiles was faster on every one; the
-# middle tile 1.06x-1.14x faster than the narrow one on layers of 64 and 96
-# channels (docs/performance.md, "Smaller tiles for the 1x1 kernel").
+# narrow one. On the H100 the wide tile of 64 positions and 4 warps did the
+# GPU's work 1.12x-1.36x faster than stop 28's 128 x 128 with 8 warps on
+# every wide layer measured, and no other of seven tiles was faster on
+# every one; the middle tile 1.05x-1.14x faster than the narrow one on
+# layers of 64 and 96 channels (docs/performance.md, "Smaller tiles for the
+# 1x1 kernel").
 WIDE_TILE = (128, 64, 32, 4, 4)
 MIDDLE_TILE = (64, 64, 32, 4, 4)
 NARROW_TILE = (32, 128, 32, 4, 4)
 TILES = (WIDE_TILE, MIDDLE_TILE, NARROW_TILE)
+# Positions a whole-block store spans (VEC): 4 or 2 positions, their 2 x 2
+# blocks' rows 16 or 8 bytes. With VEC 1 (4-byte stores) the blocks were
+# slower than the memset and values (docs/performance.md, "Whole 2x2
+# blocks with wide stores"), so odd dy rows keep that form. Only the wide
+# tile was measured writing blocks.
+BLOCK_VECTORS = (4, 2)
+# Every shipped variant: (tile, dtype, row alignment, block vector; 0 for
+# the form that stores values only). dy rows of an even length (a multiple
+# of a block vector) are never aligned to 1.
+VARIANTS = (*((tile, dtype, alignment, 0) for tile in TILES for dtype in DTYPES for alignment in ROW_ALIGNMENTS),
+            *((WIDE_TILE, dtype, alignment, vector) for dtype in DTYPES for alignment in ROW_ALIGNMENTS[:2]
+              for vector in BLOCK_VECTORS))
 # Offsets and sizes inside one image are 32-bit in the kernel.
 MAX_IMAGE_ELEMENTS = 2**31 - 1
 # The grid's z is the image; CUDA allows 65535.
@@ -56,8 +72,9 @@ class Variant:
     block_positions: int
 
 
-def variant_name(dtype: str, row_alignment: int, block_channels: int) -> str:
-    return f"{KERNEL}_c{block_channels}_{dtype}_a{row_alignment}"
+def variant_name(dtype: str, row_alignment: int, block_channels: int, block_vector: int = 0) -> str:
+    form = f"_blocks_v{block_vector}" if block_vector else ""
+    return f"{KERNEL}{form}_c{block_channels}_{dtype}_a{row_alignment}"
 
 
 @functools.cache
@@ -76,10 +93,35 @@ def tile(channels: int) -> tuple[int, int, int, int, int]:
     return next((t for t in TILES if channels >= t[0]), NARROW_TILE)
 
 
-def variant(dtype: str, positions: int, channels: int) -> Variant:
-    """The kernel for `dtype` whose loads suit dy rows of `positions` (OH*OW)
-    and whose tile suits `channels` input channels."""
-    return variant_by_name(variant_name(dtype, row_alignment(positions), tile(channels)[0]))
+def block_vector(arguments: Sequence[int]) -> int:
+    """How many positions the kernel's whole-block stores span for a layer
+    of these `arguments` (`ARGUMENTS` order); 0 where it stores values only.
+    Blocks need stride 2 without padding, grad_input exactly twice dy's
+    size (every block whole inside it) and dy rows a multiple of the span
+    (a span never crosses a row), and the wide tile."""
+    a = dict(zip(ARGUMENTS, arguments))
+    rows = a["OHW"] // a["OW"]
+    if (a["S_H"], a["S_W"], a["P_H"], a["P_W"]) != (2, 2, 0, 0) or (a["H"], a["W"]) != (2 * rows, 2 * a["OW"]):
+        return 0
+    if tile(a["C"]) != WIDE_TILE:
+        return 0
+    return next((vector for vector in BLOCK_VECTORS if a["OW"] % vector == 0), 0)
+
+
+def writes_every_position(arguments: Sequence[int]) -> bool:
+    """Whether the kernel writes all of grad_input (then it needs no zero
+    fill): at stride 1 every input position gets a value, and whole blocks
+    cover it."""
+    a = dict(zip(ARGUMENTS, arguments))
+    return (a["S_H"], a["S_W"]) == (1, 1) or block_vector(arguments) > 0
+
+
+def variant(dtype: str, arguments: Sequence[int]) -> Variant:
+    """The kernel for `dtype` and a layer of these `arguments`: its form,
+    loads that suit dy rows of OHW positions, and a tile that suits C
+    input channels."""
+    a = dict(zip(ARGUMENTS, arguments))
+    return variant_by_name(variant_name(dtype, row_alignment(a["OHW"]), tile(a["C"])[0], block_vector(arguments)))
 
 
 def variant_by_name(name: str) -> Variant:

@@ -24,7 +24,7 @@ import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 
 import catalog  # noqa: E402
-from strided_1x1_grad_input import strided_1x1_grad_input  # noqa: E402
+from strided_1x1_grad_input import strided_1x1_grad_input, strided_1x1_grad_input_blocks  # noqa: E402
 
 SM = 80  # IREE 3.13's CUDA target (sm_80 PTX runs on Hopper too)
 PTX_VERSION = 78  # CUDA 11.8 drivers and later load it
@@ -42,22 +42,27 @@ def _without_scratch(ptx: str, name: str) -> str:
     return ptx
 
 
-def compile_variant(dtype: str, row_alignment: int, tile: tuple[int, int, int, int, int]) -> tuple[str, dict]:
+def compile_variant(dtype: str, row_alignment: int, tile: tuple[int, int, int, int, int],
+                    block_vector: int = 0) -> tuple[str, dict]:
     block_c, block_q, block_k, warps, stages = tile
-    name = catalog.variant_name(dtype, row_alignment, block_c)
+    name = catalog.variant_name(dtype, row_alignment, block_c, block_vector)
+    kernel = strided_1x1_grad_input_blocks if block_vector else strided_1x1_grad_input
     pointer = f"*{catalog.DTYPES[dtype]}"
     signature = {"w_ptr": pointer, "dy_ptr": pointer, "dx_ptr": pointer, **{a: "i32" for a in catalog.ARGUMENTS}}
     constants = {"BLOCK_C": block_c, "BLOCK_Q": block_q, "BLOCK_K": block_k}
+    if block_vector:
+        constants["VEC"] = block_vector
     signature.update({key: "constexpr" for key in constants})
     hints = {(i,): [["tt.divisibility", 16]] for i in range(3)}
     hints[(3 + catalog.ARGUMENTS.index("C"),)] = [["tt.divisibility", catalog.CHANNEL_MULTIPLE]]
     if row_alignment > 1:
         hints[(3 + catalog.ARGUMENTS.index("OHW"),)] = [["tt.divisibility", row_alignment]]
-    source = triton.compiler.ASTSource(fn=strided_1x1_grad_input, signature=signature, constexprs=constants,
-                                       attrs=hints)
+    if block_vector:  # W = 2*OW, OW a multiple of the vector
+        hints[(3 + catalog.ARGUMENTS.index("W"),)] = [["tt.divisibility", 2 * block_vector]]
+    source = triton.compiler.ASTSource(fn=kernel, signature=signature, constexprs=constants, attrs=hints)
     compiled = triton.compile(source, target=GPUTarget("cuda", SM, 32),
                               options={"num_warps": warps, "num_stages": stages, "ptx_version": PTX_VERSION})
-    ptx = _without_scratch(compiled.asm["ptx"], catalog.KERNEL).replace(catalog.KERNEL, name)
+    ptx = _without_scratch(compiled.asm["ptx"], kernel.__name__).replace(kernel.__name__, name)
     entry = {"ptx": f"{name}.ptx", "workgroup_size": [32 * warps, 1, 1], "shared_memory": compiled.metadata.shared,
              "block": [block_c, block_q, block_k], "triton": triton.__version__}
     return ptx, entry
@@ -65,12 +70,10 @@ def compile_variant(dtype: str, row_alignment: int, tile: tuple[int, int, int, i
 
 def main() -> None:
     manifest = {}
-    for tile in catalog.TILES:
-        for dtype in catalog.DTYPES:
-            for alignment in catalog.ROW_ALIGNMENTS:
-                ptx, entry = compile_variant(dtype, alignment, tile)
-                (HERE / entry["ptx"]).write_text(ptx)
-                manifest[catalog.variant_name(dtype, alignment, tile[0])] = entry
+    for tile, dtype, alignment, block_vector in catalog.VARIANTS:
+        ptx, entry = compile_variant(dtype, alignment, tile, block_vector)
+        (HERE / entry["ptx"]).write_text(ptx)
+        manifest[catalog.variant_name(dtype, alignment, tile[0], block_vector)] = entry
     catalog.MANIFEST.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
 

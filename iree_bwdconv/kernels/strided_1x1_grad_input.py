@@ -1,21 +1,43 @@
-"""The Triton source of the CUDA kernel for a strided 1x1 kernel's
+"""The Triton source of the CUDA kernels for a strided 1x1 kernel's
 grad_input (`catalog`). Only `generate` imports this module, with Triton
 installed; the package itself ships the PTX it produced.
 
 Per image: `dx[c, oh*S_H - P_H, ow*S_W - P_W] = sum_k w[k, c] * dy[k, oh, ow]`
 where that position is inside dx. The GEMM is tiled over (c, flat positions
 q = oh*OW + ow) of dy, the layout IREE 3.13's own matmul runs at its best.
-dx comes in filled with zeros where a stride leaves gaps (the dispatch
-writes in place: IREE makes the fill a memset), unfilled at stride 1,
-where every position gets a value; the kernel stores only the GEMM's
-values. Writing the
-zeros itself too, each tile writing its whole S_H x S_W blocks, kept the
-GPU 1.05x-1.5x longer on the H100 than the memset and this kernel, with
-stop 28's tile and with the present one (docs/performance.md).
+
+`strided_1x1_grad_input` stores only the GEMM's values, 2 bytes apart from
+each other. dx comes in filled with zeros where a stride leaves gaps (the
+dispatch writes in place: IREE makes the fill a memset), unfilled at
+stride 1, where every position gets a value. Writing the zeros itself
+too, each of its 2-byte stores a position of an S_H x S_W block, kept the
+GPU 1.05x-1.5x longer on the H100 than the memset and this kernel
+(docs/performance.md).
+
+`strided_1x1_grad_input_blocks` is for stride 2 without padding where dx
+is exactly twice dy's size: each position's 2 x 2 block, its value and
+three zeros, into an unfilled dx. Runs of VEC positions (dy's rows a
+multiple of VEC long) write 2*VEC elements of each of the block's two rows
+at once, 16 or 8 bytes; with those wide stores the whole blocks cost the
+GPU less than the memset and values alone ("Whole 2x2 blocks").
 """
 
 import triton
 import triton.language as tl
+
+
+@triton.jit
+def _gemm_tile(w_ptr, dy_image, c, q, in_c, in_q, C, K, OHW,
+               BLOCK_C: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr):
+    """sum_k w[k, c] * dy[k, q] over one tile, in f32."""
+    k = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_C, BLOCK_Q), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        kk = k0 + k
+        w = tl.load(w_ptr + kk[None, :] * C + c[:, None], mask=in_c[:, None] & (kk[None, :] < K), other=0.0)
+        dy = tl.load(dy_image + kk[:, None] * OHW + q[None, :], mask=(kk[:, None] < K) & in_q[None, :], other=0.0)
+        acc = tl.dot(w, dy, acc)
+    return acc
 
 
 @triton.jit
@@ -29,16 +51,9 @@ def strided_1x1_grad_input(
     image = tl.program_id(2).to(tl.int64)
     c = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
     q = pid_q * BLOCK_Q + tl.arange(0, BLOCK_Q)
-    k = tl.arange(0, BLOCK_K)
     in_c = c < C
     in_q = q < OHW
-    dy_image = dy_ptr + image * K * OHW
-    acc = tl.zeros((BLOCK_C, BLOCK_Q), dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        kk = k0 + k
-        w = tl.load(w_ptr + kk[None, :] * C + c[:, None], mask=in_c[:, None] & (kk[None, :] < K), other=0.0)
-        dy = tl.load(dy_image + kk[:, None] * OHW + q[None, :], mask=(kk[:, None] < K) & in_q[None, :], other=0.0)
-        acc = tl.dot(w, dy, acc)
+    acc = _gemm_tile(w_ptr, dy_ptr + image * K * OHW, c, q, in_c, in_q, C, K, OHW, BLOCK_C, BLOCK_Q, BLOCK_K)
     value = acc.to(dx_ptr.dtype.element_ty)
     oh = q // OW
     ow = q - oh * OW
@@ -47,3 +62,33 @@ def strided_1x1_grad_input(
     inside = in_q & (i >= 0) & (i < H) & (j >= 0) & (j < W)
     dx_image = dx_ptr + image * C * H * W
     tl.store(dx_image + (c * (H * W))[:, None] + (i * W + j)[None, :], value, mask=in_c[:, None] & inside[None, :])
+
+
+@triton.jit
+def strided_1x1_grad_input_blocks(
+    w_ptr, dy_ptr, dx_ptr,
+    C, K, OHW, OW, H, W, S_H, S_W, P_H, P_W,
+    BLOCK_C: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr, VEC: tl.constexpr,
+):
+    # S = 2, P = 0, H = 2*OH, W = 2*OW, OW % VEC == 0 (catalog.block_vector):
+    # a run of VEC positions from a multiple of VEC stays in one dy row, and
+    # its blocks' rows are 2*VEC contiguous elements from a multiple of 2*VEC.
+    pid_q = tl.program_id(0)
+    pid_c = tl.program_id(1)
+    image = tl.program_id(2).to(tl.int64)
+    c = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
+    q = pid_q * BLOCK_Q + tl.arange(0, BLOCK_Q)
+    in_c = c < C
+    in_q = q < OHW
+    acc = _gemm_tile(w_ptr, dy_ptr + image * K * OHW, c, q, in_c, in_q, C, K, OHW, BLOCK_C, BLOCK_Q, BLOCK_K)
+    value = acc.to(dx_ptr.dtype.element_ty)
+    zero = tl.zeros((BLOCK_C, BLOCK_Q), dtype=dx_ptr.dtype.element_ty)
+    oh = q // OW
+    ow = q - oh * OW
+    top_left = 2 * oh * W + 2 * ow
+    top = tl.max_contiguous(tl.multiple_of(tl.interleave(top_left, top_left + 1), 2 * VEC), 2 * VEC)
+    bottom = tl.max_contiguous(tl.multiple_of(top + W, 2 * VEC), 2 * VEC)
+    mask = in_c[:, None] & tl.max_constancy(tl.interleave(in_q, in_q), 2 * VEC)[None, :]
+    dx_rows = dx_ptr + image * C * H * W + (c * (H * W))[:, None]
+    tl.store(dx_rows + top[None, :], tl.interleave(value, zero), mask=mask)
+    tl.store(dx_rows + bottom[None, :], tl.interleave(zero, zero), mask=mask)
