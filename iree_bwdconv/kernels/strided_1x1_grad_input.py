@@ -19,7 +19,7 @@ is exactly twice dy's size: each position's 2 x 2 block, its value and
 three zeros, into an unfilled dx. Runs of VEC positions (dy's rows a
 multiple of VEC long) write 2*VEC elements of each of the block's two rows
 at once, 16 or 8 bytes; with those wide stores the whole blocks cost the
-GPU less than the memset and values alone ("Whole 2x2 blocks").
+GPU less than the memset and values alone (docs/performance.md).
 """
 
 import triton
