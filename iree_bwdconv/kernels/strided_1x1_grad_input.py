@@ -27,9 +27,18 @@ import triton.language as tl
 
 
 @triton.jit
-def _gemm_tile(w_ptr, dy_image, c, q, in_c, in_q, C, K, OHW,
-               BLOCK_C: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr):
-    """sum_k w[k, c] * dy[k, q] over one tile, in f32."""
+def _tile_values(w_ptr, dy_ptr, dx_ptr, C, K, OHW,
+                 BLOCK_C: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr):
+    """This workgroup's image, channels c and positions q (with which are in
+    range), and sum_k w[k, c] * dy[k, q] over them in dx's dtype."""
+    pid_q = tl.program_id(0)
+    pid_c = tl.program_id(1)
+    image = tl.program_id(2).to(tl.int64)
+    c = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
+    q = pid_q * BLOCK_Q + tl.arange(0, BLOCK_Q)
+    in_c = c < C
+    in_q = q < OHW
+    dy_image = dy_ptr + image * K * OHW
     k = tl.arange(0, BLOCK_K)
     acc = tl.zeros((BLOCK_C, BLOCK_Q), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
@@ -37,7 +46,7 @@ def _gemm_tile(w_ptr, dy_image, c, q, in_c, in_q, C, K, OHW,
         w = tl.load(w_ptr + kk[None, :] * C + c[:, None], mask=in_c[:, None] & (kk[None, :] < K), other=0.0)
         dy = tl.load(dy_image + kk[:, None] * OHW + q[None, :], mask=(kk[:, None] < K) & in_q[None, :], other=0.0)
         acc = tl.dot(w, dy, acc)
-    return acc
+    return image, c, q, in_c, in_q, acc.to(dx_ptr.dtype.element_ty)
 
 
 @triton.jit
@@ -46,15 +55,7 @@ def strided_1x1_grad_input(
     C, K, OHW, OW, H, W, S_H, S_W, P_H, P_W,
     BLOCK_C: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr,
 ):
-    pid_q = tl.program_id(0)
-    pid_c = tl.program_id(1)
-    image = tl.program_id(2).to(tl.int64)
-    c = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
-    q = pid_q * BLOCK_Q + tl.arange(0, BLOCK_Q)
-    in_c = c < C
-    in_q = q < OHW
-    acc = _gemm_tile(w_ptr, dy_ptr + image * K * OHW, c, q, in_c, in_q, C, K, OHW, BLOCK_C, BLOCK_Q, BLOCK_K)
-    value = acc.to(dx_ptr.dtype.element_ty)
+    image, c, q, in_c, in_q, value = _tile_values(w_ptr, dy_ptr, dx_ptr, C, K, OHW, BLOCK_C, BLOCK_Q, BLOCK_K)
     oh = q // OW
     ow = q - oh * OW
     i = oh * S_H - P_H
@@ -73,15 +74,7 @@ def strided_1x1_grad_input_blocks(
     # S = 2, P = 0, H = 2*OH, W = 2*OW, OW % VEC == 0 (catalog.block_vector):
     # a run of VEC positions from a multiple of VEC stays in one dy row, and
     # its blocks' rows are 2*VEC contiguous elements from a multiple of 2*VEC.
-    pid_q = tl.program_id(0)
-    pid_c = tl.program_id(1)
-    image = tl.program_id(2).to(tl.int64)
-    c = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
-    q = pid_q * BLOCK_Q + tl.arange(0, BLOCK_Q)
-    in_c = c < C
-    in_q = q < OHW
-    acc = _gemm_tile(w_ptr, dy_ptr + image * K * OHW, c, q, in_c, in_q, C, K, OHW, BLOCK_C, BLOCK_Q, BLOCK_K)
-    value = acc.to(dx_ptr.dtype.element_ty)
+    image, c, q, in_c, in_q, value = _tile_values(w_ptr, dy_ptr, dx_ptr, C, K, OHW, BLOCK_C, BLOCK_Q, BLOCK_K)
     zero = tl.zeros((BLOCK_C, BLOCK_Q), dtype=dx_ptr.dtype.element_ty)
     oh = q // OW
     ow = q - oh * OW
