@@ -67,6 +67,9 @@ _LAYERS = (
     _layer("1x1_s2_blocks_v2", 4, 128, 64, 28, 1, 2, 0, 1, "auto"),  # blocks, 8 bytes a store, 2-byte loads
     _layer("1x1_s2_blocks_v2_a8", 2, 128, 32, (8, 12), 1, 2, 0, 1, "auto"),
     _layer("1x1_s2_blocks_v4_a2", 3, 136, 64, (14, 24), 1, 2, 0, 1, "auto"),  # a part of a channel tile
+    _layer("1x1_s2_blocks_c64_v4", 4, 64, 32, 16, 1, 2, 0, 1, "auto"),  # the middle tile's blocks (and 1x1_s2)
+    _layer("1x1_s2_blocks_c72_v2_a8", 2, 72, 40, (8, 12), 1, 2, 0, 1, "auto"),
+    _layer("1x1_s2_blocks_c80_v4_a2", 3, 80, 48, (14, 24), 1, 2, 0, 1, "auto"),
     _layer("1x1_s2_c200", 3, 200, 72, 23, 1, 2, 0, 1, "auto"),
     _layer("k1_s3_p1_1d", 4, 128, 64, 47, (1,), 3, 1, 1, "auto"),
     _layer("1x1_s2_c12", 4, 12, 32, 20, 1, 2, 0, 1, "auto"),
@@ -141,7 +144,8 @@ _BF16 = ("3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1",
          "3x3_s2_g32_per_phase", "3x3_s2_g4_odd_per_phase", "5x5_s2_g8_per_phase", "dw3x3_s2_per_phase",
          "3x3_s1_g4", "3x3_s1_g32_c128", "3x3_s2_d2_g4", "3x3_s2_d3_g4", "3x3_s2_d2_g32",
          "k3_s2_1d", "k5_s2_g4_1d", "k1_s2_l128_1d", "k3_s2_d2_1d", "k3_s2_d2_g4_1d", "3x3x3_s2", "3x3x3_s1_g4",
-         "3x3_s1x2", "1x1_s3_p1", "1x1_s2_p2", "1x1_s21", "1x1_s1_p1_c128", "1x1_s1_c256_k64_56_n32", "1x1_s2_c32", "1x1_s2_p1_c24", "1x1_s2_p1_c72", "1x1_s2_a8", "1x1_s2_blocks_v2", "1x1_s2_blocks_v2_a8", "1x1_s2_blocks_v4_a2", "1x1_s2_c200", "k1_s3_p1_1d",
+         "3x3_s1x2", "1x1_s3_p1", "1x1_s2_p2", "1x1_s21", "1x1_s1_p1_c128", "1x1_s1_c256_k64_56_n32", "1x1_s2_c32", "1x1_s2_p1_c24", "1x1_s2_p1_c72", "1x1_s2_a8", "1x1_s2_blocks_v2", "1x1_s2_blocks_v2_a8", "1x1_s2_blocks_v4_a2",
+         "1x1_s2_blocks_c64_v4", "1x1_s2_blocks_c72_v2_a8", "1x1_s2_blocks_c80_v4_a2", "1x1_s2_c200", "k1_s3_p1_1d",
          "1x1_s2_c12")
 # Cases whose results IREE 3.13's CUDA code got wrong on the H100 when last
 # run, with what is known; `check_on_gpu.py` reports them apart.

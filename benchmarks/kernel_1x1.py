@@ -46,6 +46,8 @@ BLOCKS = (
     Shape("R50 1x1 s2 n32 c512 k1024 28x28 (projection)", 32, 512, 1024, (28, 28), 1, 2, 0),
     Shape("1x1 s2 n32 c128 k256 56x56", 32, 128, 256, (56, 56), 1, 2, 0),
     Shape("1x1 s2 n32 c256 k512 112x112", 32, 256, 512, (112, 112), 1, 2, 0),
+    Shape("R18 1x1 s2 n32 c64 k128 56x56 (projection)", 32, 64, 128, (56, 56), 1, 2, 0),
+    Shape("R18 1x1 s2 n32 c128 k256 28x28 (projection)", 32, 128, 256, (28, 28), 1, 2, 0),
 )
 LAYERS = (*(s for s in (*SHAPES, *RESNET50_H100) if s.kernel == 1 and s.dtype != "f32"), *NARROW, *BLOCKS)
 # (channels, positions, depth, warps, stages): the tiles the kernel had

@@ -47,7 +47,7 @@ def test_every_variant_ships_its_ptx(tile, dtype, alignment, block_vector):
 
 def test_every_variant_is_listed_once():
     names = [catalog.variant_name(dtype, alignment, tile[0], vector) for tile, dtype, alignment, vector in catalog.VARIANTS]
-    assert len(set(names)) == len(names) == 26
+    assert len(set(names)) == len(names) == 34
 
 
 @pytest.mark.parametrize("size, stride, padding", [
@@ -186,7 +186,8 @@ def test_few_channels_dispatch_a_narrower_tile(channels, variant, tiles):
     ((56, 56), (29, 29), (2, 2), (1, 1), 256, 0),  # padded
     ((56, 56), (28, 56), (2, 1), (0, 0), 256, 0),  # stride 1 along w
     ((84, 84), (28, 28), (3, 3), (0, 0), 256, 0),  # stride 3
-    ((56, 56), (28, 28), (2, 2), (0, 0), 96, 0),  # the middle tile
+    ((56, 56), (28, 28), (2, 2), (0, 0), 96, 4),  # the middle tile
+    ((56, 56), (28, 28), (2, 2), (0, 0), 32, 0),  # the narrow tile: values only
     ((56,), (28,), (2,), (0,), 256, 0),  # 1-D: stride 1 along the kernel's h
 ])
 def test_block_vector(sizes, out, stride, padding, channels, vector):

@@ -47,15 +47,16 @@ TILES = (WIDE_TILE, MIDDLE_TILE, NARROW_TILE)
 # Positions a whole-block store spans (VEC): 4 or 2 positions, their 2 x 2
 # blocks' rows 16 or 8 bytes. With VEC 1 (4-byte stores) the blocks were
 # slower than the memset and values (docs/performance.md, "Whole 2x2
-# blocks with wide stores"), so odd dy rows keep that form. Only the wide
-# tile was measured writing blocks.
+# blocks with wide stores"), so odd dy rows keep that form. The narrow
+# tile was not measured writing blocks.
 BLOCK_VECTORS = (4, 2)
+BLOCK_TILES = (WIDE_TILE, MIDDLE_TILE)
 # Every shipped variant: (tile, dtype, row alignment, block vector; 0 for
 # the form that stores values only). dy rows of an even length (a multiple
 # of a block vector) are never aligned to 1.
 VARIANTS = (*((tile, dtype, alignment, 0) for tile in TILES for dtype in DTYPES for alignment in ROW_ALIGNMENTS),
-            *((WIDE_TILE, dtype, alignment, vector) for dtype in DTYPES for alignment in ROW_ALIGNMENTS[:2]
-              for vector in BLOCK_VECTORS))
+            *((tile, dtype, alignment, vector) for tile in BLOCK_TILES for dtype in DTYPES
+              for alignment in ROW_ALIGNMENTS[:2] for vector in BLOCK_VECTORS))
 # Offsets and sizes inside one image are 32-bit in the kernel.
 MAX_IMAGE_ELEMENTS = 2**31 - 1
 # The grid's z is the image; CUDA allows 65535.
@@ -98,12 +99,12 @@ def block_vector(arguments: Sequence[int]) -> int:
     of these `arguments` (`ARGUMENTS` order); 0 where it stores values only.
     Blocks need stride 2 without padding, grad_input exactly twice dy's
     size (every block whole inside it) and dy rows a multiple of the span
-    (a span never crosses a row), and the wide tile."""
+    (a span never crosses a row), and the wide or middle tile."""
     a = dict(zip(ARGUMENTS, arguments))
     rows = a["OHW"] // a["OW"]
     if (a["S_H"], a["S_W"], a["P_H"], a["P_W"]) != (2, 2, 0, 0) or (a["H"], a["W"]) != (2 * rows, 2 * a["OW"]):
         return 0
-    if tile(a["C"]) != WIDE_TILE:
+    if tile(a["C"]) not in BLOCK_TILES:
         return 0
     return next((vector for vector in BLOCK_VECTORS if a["OW"] % vector == 0), 0)
 
