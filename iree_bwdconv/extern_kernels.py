@@ -7,10 +7,10 @@ a private declaration `@iree_bwdconv.kernel.*` on (weight, grad_output,
 the grad_input it writes into) carrying the layer's stride and padding. `link`
 runs on the finished linalg module in IREE's bindings: each such call
 becomes one extern dispatch of the kernel's PTX (embedded, so the IR
-compiles anywhere; the variant follows from the types, `catalog.variant`)
-whose result is its third operand written in place, and the declarations
-go. The HAL attributes have no Python builders; they are parsed from their
-short textual forms.
+compiles anywhere; the variant follows from the types and the call's
+stride and padding, `catalog.variant`) whose result is its third operand
+written in place, and the declarations go. The HAL attributes have no
+Python builders; they are parsed from their short textual forms.
 """
 
 from __future__ import annotations

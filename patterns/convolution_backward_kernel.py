@@ -7,9 +7,11 @@ stores it with a stride; no linalg form of it came nearer than 1.8x-2.4x
 of IREE's own matmul on the H100 (docs/performance.md, "The strided 1x1
 GEMM"). At stride 1 its linalg GEMM, batched over images, ran 1.2x-1.5x
 slower than the kernel ("The kernel at stride 1"), and with fewer than
-128 input channels 1.3x-1.9x slower than the kernel's narrow tile ("A
-narrow tile for few channels"). The kernel tiles the GEMM by flat
-positions and stores each value at `o*s - p`.
+128 input channels 1.3x-1.9x slower than the kernel's narrower tiles ("A
+narrow tile for few channels", "Smaller tiles for the 1x1 kernel"). The
+kernel tiles the GEMM by flat positions and stores each value at
+`o*s - p`, or, where grad_input is exactly twice grad_output's size at
+stride 2, whole 2x2 blocks ("Whole 2x2 blocks with wide stores").
 
 The rewrite emits the buffer grad_input is written into (zeros where a
 stride leaves input positions that no output reaches, uninitialized where
