@@ -47,13 +47,13 @@ TILES = (WIDE_TILE, MIDDLE_TILE, NARROW_TILE)
 # Positions a whole-block store spans (VEC): 4 or 2 positions, their 2 x 2
 # blocks' rows 16 or 8 bytes. With VEC 1 (4-byte stores) the blocks were
 # slower than the memset and values (docs/performance.md, "Whole 2x2
-# blocks with wide stores"), so odd dy rows keep that form. The narrow
-# tile was not measured writing blocks.
+# blocks with wide stores"), so layers with OW odd keep that form. The
+# narrow tile was not measured writing blocks.
 BLOCK_VECTORS = (4, 2)
 BLOCK_TILES = (WIDE_TILE, MIDDLE_TILE)
 # Every shipped variant: (tile, dtype, row alignment, block vector; 0 for
-# the form that stores values only). dy rows of an even length (a multiple
-# of a block vector) are never aligned to 1.
+# the form that stores values only). With OW a multiple of a block
+# vector, OH*OW is even: blocks are never aligned to 1.
 VARIANTS = (*((tile, dtype, alignment, 0) for tile in TILES for dtype in DTYPES for alignment in ROW_ALIGNMENTS),
             *((tile, dtype, alignment, vector) for tile in BLOCK_TILES for dtype in DTYPES
               for alignment in ROW_ALIGNMENTS[:2] for vector in BLOCK_VECTORS))
@@ -94,13 +94,17 @@ def tile(channels: int) -> tuple[int, int, int, int, int]:
     return next((t for t in TILES if channels >= t[0]), NARROW_TILE)
 
 
+def _named(arguments: Sequence[int]) -> dict[str, int]:
+    return dict(zip(ARGUMENTS, arguments, strict=True))
+
+
 def block_vector(arguments: Sequence[int]) -> int:
     """How many positions the kernel's whole-block stores span for a layer
     of these `arguments` (`ARGUMENTS` order); 0 where it stores values only.
     Blocks need stride 2 without padding, grad_input exactly twice dy's
-    size (every block whole inside it) and dy rows a multiple of the span
-    (a span never crosses a row), and the wide or middle tile."""
-    a = dict(zip(ARGUMENTS, arguments))
+    size (every block whole inside it), OW a multiple of the span (a span
+    never crosses an image row), and the wide or middle tile."""
+    a = _named(arguments)
     rows = a["OHW"] // a["OW"]
     if (a["S_H"], a["S_W"], a["P_H"], a["P_W"]) != (2, 2, 0, 0) or (a["H"], a["W"]) != (2 * rows, 2 * a["OW"]):
         return 0
@@ -113,7 +117,7 @@ def writes_every_position(arguments: Sequence[int]) -> bool:
     """Whether the kernel writes all of grad_input (then it needs no zero
     fill): at stride 1 every input position gets a value, and whole blocks
     cover it."""
-    a = dict(zip(ARGUMENTS, arguments))
+    a = _named(arguments)
     return (a["S_H"], a["S_W"]) == (1, 1) or block_vector(arguments) > 0
 
 
@@ -121,7 +125,7 @@ def variant(dtype: str, arguments: Sequence[int]) -> Variant:
     """The kernel for `dtype` and a layer of these `arguments`: its form,
     loads that suit dy rows of OHW positions, and a tile that suits C
     input channels."""
-    a = dict(zip(ARGUMENTS, arguments))
+    a = _named(arguments)
     return variant_by_name(variant_name(dtype, row_alignment(a["OHW"]), tile(a["C"])[0], block_vector(arguments)))
 
 
