@@ -20,7 +20,8 @@ at stride 2) and a call of a private
 declaration `@iree_bwdconv.kernel.strided_1x1_grad_input(weight,
 grad_output, init) -> grad_input`, its stride and padding as attributes
 of the call; the kernel writes the GEMM's values into `init` in place.
-Which of the kernel's variants runs follows from the types, at the link.
+Which of the kernel's variants runs follows from the types, stride and
+padding at the link, by the rule that chose `init` here.
 torch-mlir's bindings have no HAL dialect, so `extern_kernels.link` turns
 each call into a `hal.dispatch.extern` once the linalg pipeline has run,
 in IREE's.
