@@ -119,11 +119,46 @@ def report(results_path: Path) -> None:
             print(f"| {shape.name} | " + " | ".join(cells) + f" | {ratio} |")
 
 
+def report_runs(results_paths: Sequence[Path]) -> None:
+    """The 1x1 tables of docs/performance.md: a row per shape and run (a,
+    b, ...), ours against IREE's matmul, the linalg GEMM (the per-phase
+    form forced), eager and upstream."""
+    runs: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
+    for tag, path in zip("abcdefgh", results_paths):
+        for r in json.loads(path.read_text()):
+            runs.setdefault((r["shape"], r["mask"]), {}).setdefault(tag, {})[r["variant"]] = r.get("median_ms")
+
+    def ms(value: Optional[float]) -> str:
+        return f"{value:.3f}" if value else "-"
+
+    def ratio(top: Optional[float], bottom: Optional[float]) -> str:
+        return f"{top / bottom:.2f}" if top and bottom else "-"
+
+    for mask in ("grad_input", "all"):
+        matmul = mask == "grad_input"
+        print(f"\n### {mask} (median ms)\n")
+        print("| shape | run |" + (" IREE matmul |" if matmul else "") + " ours | linalg GEMM | torch eager | upstream "
+              "| upstream / ours |" + (" ours / matmul |" if matmul else ""))
+        print("|---|---|" + "---|" * (7 if matmul else 5))
+        for shape in ALL_SHAPES:
+            for i, (tag, row) in enumerate(runs.get((shape.name, mask), {}).items()):
+                ours = row.get("ours-auto")
+                cells = [ms(row.get("iree-matmul"))] if matmul else []
+                cells += [ms(ours), ms(row.get("ours-per-phase")), ms(row.get("torch-eager")), ms(row.get("upstream")),
+                          ratio(row.get("upstream"), ours)]
+                cells += [ratio(ours, row.get("iree-matmul"))] if matmul else []
+                print(f"| {shape.name if i == 0 else ''} | {tag} | " + " | ".join(cells) + " |")
+
+
 if __name__ == "__main__":
     # prepare PATH [auto] [MATCH]: with "auto", ours only as the rule picks (no
     # forced forms); with MATCH, only the shapes whose name it finds (a regex).
+    # report RESULTS...: one file, a table per gradient mask; several, a row
+    # per run.
     command, path, rest = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
     if command == "prepare":
         prepare(path, rest[:1] != ["auto"], rest[1] if len(rest) > 1 else "")
+    elif rest:
+        report_runs([path, *map(Path, rest)])
     else:
         report(path)

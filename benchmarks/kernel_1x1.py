@@ -4,13 +4,18 @@
 (the narrow and middle tiles), at stride 1, and more that the kernel
 writes in whole 2 x 2 blocks. Where it writes blocks, also its form that
 stores only values into zeros ("values-only"). With `tiles`, also the
-kernel compiled with each tile of `CANDIDATE_TILES` (needs Triton, as
+kernel compiled with each tile of `CANDIDATE_TILES`, with `sweep` with
+each of `SWEEP_TILES` (both need Triton, as
 `iree_bwdconv/kernels/generate.py` does).
 
-    ./dev python -m benchmarks.kernel_1x1 prepare .bench-kernel [tiles] [MATCH]   # here
-    python3 benchmarks/run_on_gpu.py .bench-kernel results.json                  # there
-    cd benchmarks && python3 host_time_on_gpu.py ../.bench-kernel gpu.json .     # there: GPU time per call
-    ./dev python -m benchmarks.kernel_1x1 report results.json                   # here
+    ./dev python -m benchmarks.kernel_1x1 prepare .bench-kernel [tiles|sweep] [MATCH]  # here
+    cd benchmarks && python3 run_on_gpu.py ../.bench-kernel results.json              # there
+    cd benchmarks && python3 host_time_on_gpu.py ../.bench-kernel gpu.json .          # there: GPU time per call
+    ./dev python -m benchmarks.kernel_1x1 report results.json [gpu.json]              # here
+
+The report has a column per layer and a row per variant: its median call
+over IREE's matmul's, then (with gpu.json) its GPU busy time over the
+matmul's, the tables of docs/performance.md.
 """
 
 from __future__ import annotations
@@ -20,14 +25,14 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterator, Optional, Sequence
 from unittest import mock
 
 from iree_bwdconv.kernels import catalog
 
 from . import modules
 from .forms import RESNET50_H100
-from .gpu import grad_input_entries, print_variant_table
+from .gpu import grad_input_entries
 from .shapes import SHAPES, Shape
 
 # Layers of fewer channels than the wide tile: seed 003's c32 layer with
@@ -56,6 +61,11 @@ LAYERS = (*(s for s in (*SHAPES, *RESNET50_H100) if s.kernel == 1 and s.dtype !=
 # layers of 64-127 channels took. Stop 29 also tried (32, 256, 32, 4, 3) and
 # (32, 512, 16, 8, 3) on few channels ("A narrow tile for few channels").
 CANDIDATE_TILES = ((128, 128, 32, 8, 3), (32, 128, 32, 4, 4))
+# The tiles stop 30 swept ("Smaller tiles for the 1x1 kernel"): on layers
+# of 128 or more channels, then on fewer.
+SWEEP_TILES = ((128, 64, 32, 4, 4), (128, 64, 32, 4, 3), (128, 64, 64, 4, 3), (64, 64, 32, 4, 4),
+               (128, 32, 32, 4, 4), (256, 64, 32, 8, 3), (128, 64, 32, 8, 4))
+SWEEP_NARROW_TILES = ((32, 64, 32, 2, 4), (32, 128, 32, 2, 4), (64, 64, 32, 4, 4), (32, 64, 64, 2, 3))
 
 
 def tile_name(tile: Sequence[int]) -> str:
@@ -91,7 +101,17 @@ def values_only() -> Iterator[None]:
         yield
 
 
-def prepare(folder: Path, tiles: bool = False, match: str = "") -> None:
+def _tiles_for(shape: Shape, tiles: str) -> Sequence[Sequence[int]]:
+    if tiles == "tiles":
+        return CANDIDATE_TILES
+    if tiles == "sweep":
+        return SWEEP_TILES if shape.c >= catalog.WIDE_TILE[0] else SWEEP_NARROW_TILES
+    return ()
+
+
+def prepare(folder: Path, tiles: str = "", match: str = "") -> None:
+    """Every layer, or those whose name `match` finds; `tiles` "tiles" or
+    "sweep" adds the kernel compiled with other tiles."""
     folder.mkdir(parents=True, exist_ok=True)
     manifest = []
     for index, shape in enumerate(LAYERS):
@@ -103,17 +123,47 @@ def prepare(folder: Path, tiles: bool = False, match: str = "") -> None:
             values = modules.lowered_uncached(shape, mask, "cuda")
         if values != texts["ours"]:
             texts["values-only"] = values
-        for tile in CANDIDATE_TILES if tiles else ():
+        for tile in _tiles_for(shape, tiles):
             with kernel_tile(folder, tile):
                 texts[tile_name(tile)] = modules.lowered_uncached(shape, mask, "cuda")
         manifest += grad_input_entries(folder, f"k{index}", shape, texts)
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 
+def report(results_path: Path, gpu_path: Optional[Path] = None) -> None:
+    """Per layer and variant, ours / IREE's matmul: the median call, then
+    the GPU's busy time per call where `gpu_path` has it."""
+    calls: dict[str, dict[str, float]] = {}
+    for r in json.loads(results_path.read_text()):
+        if r.get("median_ms"):
+            calls.setdefault(r["shape"], {})[r["variant"]] = r["median_ms"]
+    busy: dict[str, dict[str, float]] = {}
+    for r in json.loads(gpu_path.read_text()) if gpu_path else ():
+        busy.setdefault(r["shape"], {})[r["variant"]] = r["gpu_busy_us"]
+    shapes = [s.name for s in LAYERS if "iree-matmul" in calls.get(s.name, {})]
+    names = sorted({v for s in shapes for v in calls[s]} - {"ours", "iree-matmul"})
+
+    def cell(shape: str, name: str) -> str:
+        if name not in calls[shape]:
+            return "-"
+        ratio = f"{calls[shape][name] / calls[shape]['iree-matmul']:.2f}"
+        gpu = busy.get(shape, {})
+        return ratio + (f" / {gpu[name] / gpu['iree-matmul']:.2f}" if name in gpu and "iree-matmul" in gpu else "")
+
+    print("| variant | " + " | ".join(shapes) + " |")
+    print("|---|" + "---|" * len(shapes))
+    matmul = [f"{calls[s]['iree-matmul']:.3f}" + (f" / {busy[s]['iree-matmul']:.0f}" if s in busy else "")
+              for s in shapes]
+    print(f"| IREE matmul, ms{' / GPU us' if busy else ''} | " + " | ".join(matmul) + " |")
+    for name in ("ours", *names):
+        print(f"| {name} | " + " | ".join(cell(s, name) for s in shapes) + " |")
+
+
 if __name__ == "__main__":
     command, path, rest = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
     if command == "prepare":
-        match = [word for word in rest if word != "tiles"]
-        prepare(path, "tiles" in rest, match[0] if match else "")
+        kind = next((word for word in rest if word in ("tiles", "sweep")), "")
+        match = [word for word in rest if word != kind]
+        prepare(path, kind, match[0] if match else "")
     else:
-        print_variant_table(path, LAYERS)
+        report(path, Path(rest[0]) if rest else None)
