@@ -2,8 +2,8 @@
 (the per-phase form, forced) and IREE's own matmul of the same GEMM: every
 1x1 layer of the benchmark's shapes, layers of 16 to 96 input channels
 (the narrow and middle tiles), at stride 1, and more that the kernel
-writes in whole 2 x 2 blocks. Where it writes blocks, also its form that
-stores only values into zeros ("values-only"). With `tiles`, also the
+writes in whole 2 x 2 blocks or in pairs. Where it writes either, also its
+form that stores only values into zeros ("values-only"). With `tiles`, also the
 kernel compiled with each tile of `CANDIDATE_TILES`, with `sweep` with
 each of `SWEEP_TILES` (both need Triton, as
 `iree_bwdconv/kernels/generate.py` does).
@@ -54,7 +54,14 @@ BLOCKS = (
     Shape("R18 1x1 s2 n32 c64 k128 56x56 (projection)", 32, 64, 128, (56, 56), 1, 2, 0),
     Shape("R18 1x1 s2 n32 c128 k256 28x28 (projection)", 32, 128, 256, (28, 28), 1, 2, 0),
 )
-LAYERS = (*(s for s in (*SHAPES, *RESNET50_H100) if s.kernel == 1 and s.dtype != "f32"), *NARROW, *BLOCKS)
+# Layers the kernel writes in pairs, beside the benchmark's with rows of odd
+# length: ResNet-50's last projection (rows of 7), and seed 003's c32 layer
+# 720 wide, its rows even (the narrow tile writes no blocks).
+PAIRS = (
+    Shape("R50 1x1 s2 n32 c1024 k2048 14x14 (projection)", 32, 1024, 2048, (14, 14), 1, 2, 0),
+    Shape("1x1 s2 n4 c32 k224 470x720", 4, 32, 224, (470, 720), 1, 2, 0, dtype="bf16"),
+)
+LAYERS = (*(s for s in (*SHAPES, *RESNET50_H100) if s.kernel == 1 and s.dtype != "f32"), *NARROW, *BLOCKS, *PAIRS)
 # (channels, positions, depth, warps, stages): the tiles the kernel had
 # until the wide and middle tiles of docs/performance.md's "Smaller tiles
 # for the 1x1 kernel": stop 28's wide tile, and the narrow tile, which
@@ -82,7 +89,7 @@ def kernel_tile(folder: Path, tile: Sequence[int]) -> Iterator[None]:
     def variant(dtype: str, arguments: Sequence[int]) -> catalog.Variant:
         positions = arguments[catalog.ARGUMENTS.index("OHW")]
         ptx, entry = generate.compile_variant(dtype, catalog.row_alignment(positions), tuple(tile),
-                                              catalog.block_vector(arguments))
+                                              catalog.form(arguments))
         name = f"{tile_name(tile)}-{entry['ptx']}".replace("-", "_")
         path = folder / name
         path.write_text(ptx.replace(entry["ptx"].removesuffix(".ptx"), path.stem))
@@ -96,8 +103,8 @@ def kernel_tile(folder: Path, tile: Sequence[int]) -> Iterator[None]:
 @contextlib.contextmanager
 def values_only() -> Iterator[None]:
     """Lowerings inside the block take the kernel's form that stores only
-    values, into zeros, where they would write whole 2 x 2 blocks."""
-    with mock.patch.object(catalog, "block_vector", lambda arguments: 0):
+    values, into zeros, where they would write whole 2 x 2 blocks or pairs."""
+    with mock.patch.object(catalog, "form", lambda arguments: ""):
         yield
 
 

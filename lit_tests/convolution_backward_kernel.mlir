@@ -39,8 +39,9 @@ func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f16(%arg0: !torch.vtensor<[2,16,4,4],f
 
 // -----
 
-// An odd input size (9x9 from 5x5): grad_input is not twice grad_output's
-// size, so the kernel writes only the values, into a zero fill.
+// An odd input size in both dims (9x9 from 5x5): its planes of 81 elements
+// cannot be written in 32-bit pairs, so the kernel writes only the values,
+// into a zero fill.
 // CHECK-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_9x9_f16
 // CHECK:         %[[ZEROS:.*]] = linalg.fill ins(%{{.*}} : f16) outs(%{{.*}} : tensor<2x128x9x9xf16>)
 // CHECK:         call @iree_bwdconv.kernel.strided_1x1_grad_input(%{{.*}}, %{{.*}}, %[[ZEROS]]) {iree_bwdconv.padding = array<i64: 0, 0>, iree_bwdconv.stride = array<i64: 2, 2>} : (tensor<16x128x1x1xf16>, tensor<2x16x5x5xf16>, tensor<2x128x9x9xf16>) -> tensor<2x128x9x9xf16>
@@ -59,6 +60,33 @@ func.func @grad_input_2d_k1x1_s2_p0_d1_g1_9x9_f16(%arg0: !torch.vtensor<[2,16,5,
   %4 = torch.prim.ListConstruct %true, %false, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
   %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,16,5,5],f16>, !torch.vtensor<[2,128,9,9],f16>, !torch.vtensor<[16,128,1,1],f16>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,128,9,9],f16>, !torch.none, !torch.none
   return %result0 : !torch.vtensor<[2,128,9,9],f16>
+}
+
+// -----
+
+// One dim odd (9x8 from 5x4): grad_input is one row short of twice
+// grad_output's size, so the kernel writes it whole in pairs of a value and
+// a zero, into an empty tensor: no fill.
+// CHECK-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_9x8_f16
+// CHECK-NOT:     linalg.fill
+// CHECK:         %[[INIT:.*]] = tensor.empty() : tensor<2x128x9x8xf16>
+// CHECK-NOT:     linalg.fill
+// CHECK:         call @iree_bwdconv.kernel.strided_1x1_grad_input(%{{.*}}, %{{.*}}, %[[INIT]]) {iree_bwdconv.padding = array<i64: 0, 0>, iree_bwdconv.stride = array<i64: 2, 2>} : (tensor<16x128x1x1xf16>, tensor<2x16x5x4xf16>, tensor<2x128x9x8xf16>) -> tensor<2x128x9x8xf16>
+
+func.func @grad_input_2d_k1x1_s2_p0_d1_g1_9x8_f16(%arg0: !torch.vtensor<[2,16,5,4],f16>, %arg1: !torch.vtensor<[2,128,9,8],f16>, %arg2: !torch.vtensor<[16,128,1,1],f16>) -> !torch.vtensor<[2,128,9,8],f16> {
+  %true = torch.constant.bool true
+  %false = torch.constant.bool false
+  %none = torch.constant.none
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %int2 = torch.constant.int 2
+  %0 = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+  %3 = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+  %4 = torch.prim.ListConstruct %true, %false, %false : (!torch.bool, !torch.bool, !torch.bool) -> !torch.list<bool>
+  %result0, %result1, %result2 = torch.aten.convolution_backward %arg0, %arg1, %arg2, %none, %0, %1, %2, %false, %3, %int1, %4 : !torch.vtensor<[2,16,5,4],f16>, !torch.vtensor<[2,128,9,8],f16>, !torch.vtensor<[16,128,1,1],f16>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int, !torch.list<bool> -> !torch.vtensor<[2,128,9,8],f16>, !torch.none, !torch.none
+  return %result0 : !torch.vtensor<[2,128,9,8],f16>
 }
 
 // -----

@@ -10,13 +10,15 @@ slower than the kernel ("The kernel at stride 1"), and with fewer than
 128 input channels 1.3x-1.9x slower than the kernel's narrower tiles ("A
 narrow tile for few channels", "Smaller tiles for the 1x1 kernel"). The
 kernel tiles the GEMM by flat positions and stores each value at
-`o*s - p`, or, where grad_input is exactly twice grad_output's size at
-stride 2, whole 2x2 blocks ("Whole 2x2 blocks with wide stores").
+`o*s - p`, or, at stride 2 without padding, whole 2x2 blocks where
+grad_input is exactly twice grad_output's size ("Whole 2x2 blocks with
+wide stores") and pairs of a value and a zero elsewhere ("Pairs of a
+value and a zero").
 
 The rewrite emits the buffer grad_input is written into (zeros where a
 stride leaves input positions that no output reaches, uninitialized where
-the kernel writes every position: at stride 1, and in whole 2 x 2 blocks
-at stride 2) and a call of a private
+the kernel writes every position: at stride 1, and in blocks or pairs at
+stride 2) and a call of a private
 declaration `@iree_bwdconv.kernel.strided_1x1_grad_input(weight,
 grad_output, init) -> grad_input`, its stride and padding as attributes
 of the call; the kernel writes the GEMM's values into `init` in place.
@@ -112,7 +114,7 @@ def _grad_input_init(spec: ConvBackwardSpec, grad_output: ir.Value) -> ir.Value:
     """What the kernel writes grad_input into: zeros where its variant
     (chosen at the link from the same sizes) stores only values into the
     gaps a stride leaves, else an unfilled buffer, as it writes every
-    position (at stride 1, or whole 2 x 2 blocks: `catalog.writes_every_position`),
+    position (at stride 1, or blocks or pairs: `catalog.writes_every_position`),
     with no memset of all grad_input (15 us of the projection layer's 73
     on the H100)."""
     arguments = catalog.arguments(spec.in_channels, spec.out_channels, spec.input_spatial, spec.output_spatial,

@@ -25,13 +25,18 @@ def test_row_alignment(positions, alignment):
     assert positions % alignment == 0
 
 
-@pytest.mark.parametrize("tile, dtype, alignment, block_vector", catalog.VARIANTS)
-def test_every_variant_ships_its_ptx(tile, dtype, alignment, block_vector):
+_STORES = {"": "st.global.b16", "blocks_v4": "st.global.v4.b32", "blocks_v2": "st.global.v2.b32",
+           "pairs": "st.global.cs.b32"}
+
+
+@pytest.mark.parametrize("tile, dtype, alignment, form", catalog.VARIANTS)
+def test_every_variant_ships_its_ptx(tile, dtype, alignment, form):
     """Each variant's PTX has one entry point of that name, the three
     buffers and ten i32 arguments that IREE passes (Triton's scratch
     pointers cut), and the block size and shared memory the dispatch
-    declares; the blocks' stores are 16 or 8 bytes wide."""
-    variant = catalog.variant_by_name(catalog.variant_name(dtype, alignment, tile[0], block_vector))
+    declares; the blocks' stores are 16 or 8 bytes wide, the pairs' 4
+    (streaming)."""
+    variant = catalog.variant_by_name(catalog.variant_name(dtype, alignment, tile[0], form))
     assert (variant.block_channels, variant.block_positions) == tile[:2]
     assert variant.workgroup_size == (32 * tile[3], 1, 1)
     ptx = variant.ptx.read_text()
@@ -41,13 +46,12 @@ def test_every_variant_ships_its_ptx(tile, dtype, alignment, block_vector):
     assert re.search(r"\.reqntid (\d+)", ptx).group(1) == str(variant.workgroup_size[0])
     assert ".target sm_80" in ptx and "global_smem" in ptx
     assert 0 < variant.shared_memory <= 48 * 1024
-    stores = set(re.findall(r"st\.global(?:\.v\d)?\.b\d+", ptx))
-    assert stores == ({"st.global.b16"} if not block_vector else {f"st.global.v{block_vector}.b32"})
+    assert set(re.findall(r"st\.global(?:\.cs)?(?:\.v\d)?\.b\d+", ptx)) == {_STORES[form]}
 
 
 def test_every_variant_is_listed_once():
-    names = [catalog.variant_name(dtype, alignment, tile[0], vector) for tile, dtype, alignment, vector in catalog.VARIANTS]
-    assert len(set(names)) == len(names) == 34
+    names = [catalog.variant_name(dtype, alignment, tile[0], form) for tile, dtype, alignment, form in catalog.VARIANTS]
+    assert len(set(names)) == len(names) == 52
 
 
 @pytest.mark.parametrize("size, stride, padding", [
@@ -177,24 +181,28 @@ def test_few_channels_dispatch_a_narrower_tile(channels, variant, tiles):
     assert pipeline.iree_compile(mlir, "cuda")
 
 
-@pytest.mark.parametrize("sizes, out, stride, padding, channels, vector", [
-    ((56, 56), (28, 28), (2, 2), (0, 0), 256, 4),  # ResNet-50's projection
-    ((100, 100), (50, 50), (2, 2), (0, 0), 512, 2),  # rows of 50: 2 positions a store
-    ((14, 24), (7, 12), (2, 2), (0, 0), 136, 4),
-    ((50, 50), (25, 25), (2, 2), (0, 0), 1024, 0),  # odd rows: values only
-    ((57, 56), (29, 28), (2, 2), (0, 0), 256, 0),  # the last block row outside grad_input
-    ((56, 56), (29, 29), (2, 2), (1, 1), 256, 0),  # padded
-    ((56, 56), (28, 56), (2, 1), (0, 0), 256, 0),  # stride 1 along w
-    ((84, 84), (28, 28), (3, 3), (0, 0), 256, 0),  # stride 3
-    ((56, 56), (28, 28), (2, 2), (0, 0), 96, 4),  # the middle tile
-    ((56, 56), (28, 28), (2, 2), (0, 0), 32, 0),  # the narrow tile: values only
-    ((56,), (28,), (2,), (0,), 256, 0),  # 1-D: stride 1 along the kernel's h
+@pytest.mark.parametrize("sizes, out, stride, padding, channels, form", [
+    ((56, 56), (28, 28), (2, 2), (0, 0), 256, "blocks_v4"),  # ResNet-50's projection
+    ((100, 100), (50, 50), (2, 2), (0, 0), 512, "blocks_v2"),  # rows of 50: 2 positions a store
+    ((14, 24), (7, 12), (2, 2), (0, 0), 136, "blocks_v4"),
+    ((56, 56), (28, 28), (2, 2), (0, 0), 96, "blocks_v4"),  # the middle tile
+    ((50, 50), (25, 25), (2, 2), (0, 0), 1024, "pairs"),  # odd rows of dy
+    ((470, 725), (235, 363), (2, 2), (0, 0), 32, "pairs"),  # seed 003's c32 layer: odd rows of grad_input
+    ((57, 56), (29, 28), (2, 2), (0, 0), 256, "pairs"),  # the last row pair one row short
+    ((56, 56), (28, 28), (2, 2), (0, 0), 32, "pairs"),  # the narrow tile writes no blocks
+    ((59, 91), (30, 46), (2, 2), (0, 0), 896, ""),  # H*W odd: every other plane starts inside a word
+    ((56, 56), (29, 29), (2, 2), (1, 1), 256, ""),  # padded
+    ((56, 56), (28, 56), (2, 1), (0, 0), 256, ""),  # stride 1 along w
+    ((84, 84), (28, 28), (3, 3), (0, 0), 256, ""),  # stride 3
+    ((56,), (28,), (2,), (0,), 256, ""),  # 1-D: stride 1 along the kernel's h
 ])
-def test_block_vector(sizes, out, stride, padding, channels, vector):
+def test_form(sizes, out, stride, padding, channels, form):
     arguments = catalog.arguments(channels, 64, sizes, out, stride, padding)
-    assert catalog.block_vector(arguments) == vector
-    assert catalog.writes_every_position(arguments) == (vector > 0)
-    assert catalog.variant("f16", arguments).name.startswith(f"{catalog.KERNEL}_blocks_v{vector}_" if vector else
+    assert catalog.form(arguments) == form
+    assert catalog.block_vector(arguments) == (int(form[-1]) if form.startswith("blocks") else 0)
+    assert catalog.writes_pairs(arguments) == (form == "pairs")
+    assert catalog.writes_every_position(arguments) == (form != "")
+    assert catalog.variant("f16", arguments).name.startswith(f"{catalog.KERNEL}_{form}_c" if form else
                                                             f"{catalog.KERNEL}_c")
 
 
@@ -220,6 +228,48 @@ def test_blocks_cover_grad_input_once_with_aligned_runs(oh, ow):
         tops = [2 * (q // ow) * w + 2 * (q % ow) + t for q in range(start, start + vector) for t in (0, 1)]
         assert tops == list(range(tops[0], tops[0] + 2 * vector)) and tops[0] % (2 * vector) == 0
     assert w % (2 * vector) == 0 and (oh * ow) % vector == 0  # W's hinted divisibility; runs all in or out of range
+
+
+@pytest.mark.parametrize("h, w", [(2, 1), (2, 3), (1, 2), (3, 4), (4, 5), (6, 7), (5, 6), (8, 8), (10, 9), (7, 2)])
+def test_pairs_cover_grad_input_once(h, w):
+    """The pairs kernel's stores, brute force (strided_1x1_grad_input.py),
+    over three planes: position q's word oh*W + ow of its plane holds its
+    value at the forward's read position (2*oh, 2*ow) and a zero after it,
+    and a word of zeros follows (W + W % 2) / 2 words later where the row
+    below has room. Every element of grad_input is stored once; planes of
+    H*W/2 words keep each word whole."""
+    oh, ow = (h + 1) // 2, (w + 1) // 2
+    arguments = catalog.arguments(32, 64, (h, w), (oh, ow), (2, 2), (0, 0))
+    assert catalog.writes_pairs(arguments) and h * w % 2 == 0
+    planes, plane, odd = 3, h * w // 2, w % 2
+    stored = []
+    for p, q in itertools.product(range(planes), range(oh * ow)):
+        row, col = divmod(q, ow)
+        top = p * plane + row * w + col
+        assert divmod(2 * top - p * h * w, w) == (2 * row, 2 * col)  # the value, in the word's low half
+        stored += [2 * top, 2 * top + 1]
+        if 2 * row + 1 < h and 2 * col + 1 + odd < w:
+            bottom = top + (w + odd) // 2
+            stored += [2 * bottom, 2 * bottom + 1]
+    assert sorted(stored) == list(range(planes * h * w))
+
+
+@pytest.mark.parametrize("h, w", [(3, 3), (5, 7), (1, 9)])
+def test_no_pairs_where_planes_would_split_words(h, w):
+    arguments = catalog.arguments(32, 64, (h, w), ((h + 1) // 2, (w + 1) // 2), (2, 2), (0, 0))
+    assert not catalog.writes_pairs(arguments) and catalog.form(arguments) == ""
+
+
+def test_pairs_write_into_an_unfilled_grad_input():
+    """Seed 003's c32 layer in small: rows of grad_input of odd length,
+    so pairs, writing all of it, with no fill."""
+    configuration = spec_nd(2, 32, 224, (46, 45), (1, 1), (2, 2), (0, 0))
+    mlir = functional.lowered(configuration, target="cuda")
+    assert mlir.count("hal.dispatch.extern") == 1 and "linalg.fill" not in mlir
+    assert '"strided_1x1_grad_input_pairs_c32_f16_a1"' in mlir  # 23 x 23 positions
+    (empty,) = re.findall(r"(%\d+) = tensor.empty\(\) : tensor<2x32x46x45xf16>", mlir)
+    assert re.search(rf"%arg2, %arg0, {empty}\) : .* -> {empty} count", mlir)
+    assert pipeline.iree_compile(mlir, "cuda")
 
 
 def test_whole_blocks_write_into_an_unfilled_grad_input():

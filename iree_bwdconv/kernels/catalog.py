@@ -3,11 +3,12 @@ own code for a contraction stays far from its matmul (docs/performance.md,
 "A kernel of our own for the strided 1x1 GEMM").
 
 One kernel so far: grad_input of an ungrouped 1x1 kernel at any stride, in
-f16/bf16 (`strided_1x1_grad_input.py`, its Triton source), in two forms:
-one stores the GEMM's values into a grad_input of zeros, the other (at
-stride 2 without padding, where it can) whole 2 x 2 blocks into an
-unfilled one. The package ships its PTX for sm_80, one variant per form,
-tile (by input channels), dtype and alignment of dy's rows, which Triton
+f16/bf16 (`strided_1x1_grad_input.py`, its Triton source), in three forms:
+one stores the GEMM's values into a grad_input of zeros; at stride 2
+without padding, the others write all of an unfilled grad_input, in whole
+2 x 2 blocks where they fit, else in 32-bit pairs of a value and a zero
+(`form`). The package ships its PTX for sm_80, one variant per form, tile
+(by input channels), dtype and alignment of dy's rows, which Triton
 turns into 16-byte (8), 4-byte (2) or 2-byte (1) loads; `generate.py`
 rewrites them. This module is pure Python: it picks a variant and
 computes the kernel's arguments, and knows nothing of MLIR.
@@ -45,18 +46,21 @@ MIDDLE_TILE = (64, 64, 32, 4, 4)
 NARROW_TILE = (32, 128, 32, 4, 4)
 TILES = (WIDE_TILE, MIDDLE_TILE, NARROW_TILE)
 # Positions a whole-block store spans (VEC): 4 or 2 positions, their 2 x 2
-# blocks' rows 16 or 8 bytes. With VEC 1 (4-byte stores) the blocks were
-# slower than the memset and values (docs/performance.md, "Whole 2x2
-# blocks with wide stores"), so layers with OW odd keep that form. The
-# narrow tile was not measured writing blocks.
+# blocks' rows 16 or 8 bytes. Other unpadded stride-2 layers (OW odd,
+# grad_input a row or column short, the narrow tile) write pairs: a value
+# and a zero in one 32-bit word, a word of zeros below it: 1.10x-1.50x less GPU time than the memset and values on
+# the eight layers measured, calls 1.00x-1.33x faster (docs/performance.md,
+# "Pairs of a value and a zero"). Blocks, where they fit, store wider.
 BLOCK_VECTORS = (4, 2)
 BLOCK_TILES = (WIDE_TILE, MIDDLE_TILE)
-# Every shipped variant: (tile, dtype, row alignment, block vector; 0 for
-# the form that stores values only). With OW a multiple of a block
-# vector, OH*OW is even: blocks are never aligned to 1.
-VARIANTS = (*((tile, dtype, alignment, 0) for tile in TILES for dtype in DTYPES for alignment in ROW_ALIGNMENTS),
-            *((tile, dtype, alignment, vector) for tile in BLOCK_TILES for dtype in DTYPES
-              for alignment in ROW_ALIGNMENTS[:2] for vector in BLOCK_VECTORS))
+PAIRS = "pairs"
+# Every shipped variant: (tile, dtype, row alignment, form; "" for the form
+# that stores values only). With OW a multiple of a block vector, OH*OW is
+# even: blocks are never aligned to 1.
+VARIANTS = (*((tile, dtype, alignment, "") for tile in TILES for dtype in DTYPES for alignment in ROW_ALIGNMENTS),
+            *((tile, dtype, alignment, f"blocks_v{vector}") for tile in BLOCK_TILES for dtype in DTYPES
+              for alignment in ROW_ALIGNMENTS[:2] for vector in BLOCK_VECTORS),
+            *((tile, dtype, alignment, PAIRS) for tile in TILES for dtype in DTYPES for alignment in ROW_ALIGNMENTS))
 # Offsets and sizes inside one image are 32-bit in the kernel.
 MAX_IMAGE_ELEMENTS = 2**31 - 1
 # The grid's z is the image; CUDA allows 65535.
@@ -73,9 +77,8 @@ class Variant:
     block_positions: int
 
 
-def variant_name(dtype: str, row_alignment: int, block_channels: int, block_vector: int = 0) -> str:
-    form = f"_blocks_v{block_vector}" if block_vector else ""
-    return f"{KERNEL}{form}_c{block_channels}_{dtype}_a{row_alignment}"
+def variant_name(dtype: str, row_alignment: int, block_channels: int, form: str = "") -> str:
+    return f"{KERNEL}{'_' + form if form else ''}_c{block_channels}_{dtype}_a{row_alignment}"
 
 
 @functools.cache
@@ -98,27 +101,54 @@ def _named(arguments: Sequence[int]) -> dict[str, int]:
     return dict(zip(ARGUMENTS, arguments, strict=True))
 
 
+def _halved(a: dict[str, int]) -> bool:
+    """Stride 2 without padding: dy's position (oh, ow) is grad_input's
+    (2*oh, 2*ow)."""
+    return (a["S_H"], a["S_W"], a["P_H"], a["P_W"]) == (2, 2, 0, 0)
+
+
 def block_vector(arguments: Sequence[int]) -> int:
     """How many positions the kernel's whole-block stores span for a layer
-    of these `arguments` (`ARGUMENTS` order); 0 where it stores values only.
+    of these `arguments` (`ARGUMENTS` order); 0 where it writes no blocks.
     Blocks need stride 2 without padding, grad_input exactly twice dy's
     size (every block whole inside it), OW a multiple of the span (a span
     never crosses an image row), and the wide or middle tile."""
     a = _named(arguments)
     rows = a["OHW"] // a["OW"]
-    if (a["S_H"], a["S_W"], a["P_H"], a["P_W"]) != (2, 2, 0, 0) or (a["H"], a["W"]) != (2 * rows, 2 * a["OW"]):
+    if not _halved(a) or (a["H"], a["W"]) != (2 * rows, 2 * a["OW"]):
         return 0
     if tile(a["C"]) not in BLOCK_TILES:
         return 0
     return next((vector for vector in BLOCK_VECTORS if a["OW"] % vector == 0), 0)
 
 
+def writes_pairs(arguments: Sequence[int]) -> bool:
+    """Whether the kernel writes pairs for a layer of these `arguments`:
+    stride 2 without padding where it writes no blocks, grad_input twice
+    dy's size or one less along a dim (a forward input of odd size), and
+    H*W even, so that every plane, and every position's pair, starts at a
+    32-bit word."""
+    a = _named(arguments)
+    rows = a["OHW"] // a["OW"]
+    if not _halved(a) or a["H"] not in (2 * rows - 1, 2 * rows) or a["W"] not in (2 * a["OW"] - 1, 2 * a["OW"]):
+        return False
+    return a["H"] * a["W"] % 2 == 0 and block_vector(arguments) == 0
+
+
+def form(arguments: Sequence[int]) -> str:
+    """What the kernel writes for a layer of these `arguments`: whole
+    blocks ("blocks_v4", "blocks_v2"), pairs, or "" for values only, into
+    zeros."""
+    vector = block_vector(arguments)
+    return f"blocks_v{vector}" if vector else PAIRS if writes_pairs(arguments) else ""
+
+
 def writes_every_position(arguments: Sequence[int]) -> bool:
     """Whether the kernel writes all of grad_input (then it needs no zero
-    fill): at stride 1 every input position gets a value, and whole blocks
-    cover it."""
+    fill): at stride 1 every input position gets a value, and blocks and
+    pairs cover it."""
     a = _named(arguments)
-    return (a["S_H"], a["S_W"]) == (1, 1) or block_vector(arguments) > 0
+    return (a["S_H"], a["S_W"]) == (1, 1) or form(arguments) != ""
 
 
 def variant(dtype: str, arguments: Sequence[int]) -> Variant:
@@ -126,7 +156,7 @@ def variant(dtype: str, arguments: Sequence[int]) -> Variant:
     loads that suit dy rows of OHW positions, and a tile that suits C
     input channels."""
     a = _named(arguments)
-    return variant_by_name(variant_name(dtype, row_alignment(a["OHW"]), tile(a["C"])[0], block_vector(arguments)))
+    return variant_by_name(variant_name(dtype, row_alignment(a["OHW"]), tile(a["C"])[0], form(arguments)))
 
 
 def variant_by_name(name: str) -> Variant:

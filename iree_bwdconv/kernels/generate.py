@@ -24,7 +24,8 @@ import triton  # noqa: E402
 from triton.backends.compiler import GPUTarget  # noqa: E402
 
 import catalog  # noqa: E402
-from strided_1x1_grad_input import strided_1x1_grad_input, strided_1x1_grad_input_blocks  # noqa: E402
+from strided_1x1_grad_input import (  # noqa: E402
+    strided_1x1_grad_input, strided_1x1_grad_input_blocks, strided_1x1_grad_input_pairs)
 
 SM = 80  # IREE 3.13's CUDA target (sm_80 PTX runs on Hopper too)
 PTX_VERSION = 78  # CUDA 11.8 drivers and later load it
@@ -43,10 +44,12 @@ def _without_scratch(ptx: str, name: str) -> str:
 
 
 def compile_variant(dtype: str, row_alignment: int, tile: tuple[int, int, int, int, int],
-                    block_vector: int = 0) -> tuple[str, dict]:
+                    form: str = "") -> tuple[str, dict]:
     block_c, block_q, block_k, warps, stages = tile
-    name = catalog.variant_name(dtype, row_alignment, block_c, block_vector)
-    kernel = strided_1x1_grad_input_blocks if block_vector else strided_1x1_grad_input
+    name = catalog.variant_name(dtype, row_alignment, block_c, form)
+    block_vector = int(form.removeprefix("blocks_v")) if form.startswith("blocks_v") else 0
+    kernel = (strided_1x1_grad_input_blocks if block_vector else
+              strided_1x1_grad_input_pairs if form == catalog.PAIRS else strided_1x1_grad_input)
     pointer = f"*{catalog.DTYPES[dtype]}"
     signature = {"w_ptr": pointer, "dy_ptr": pointer, "dx_ptr": pointer, **{a: "i32" for a in catalog.ARGUMENTS}}
     constants = {"BLOCK_C": block_c, "BLOCK_Q": block_q, "BLOCK_K": block_k}
@@ -70,10 +73,10 @@ def compile_variant(dtype: str, row_alignment: int, tile: tuple[int, int, int, i
 
 def main() -> None:
     manifest = {}
-    for tile, dtype, alignment, block_vector in catalog.VARIANTS:
-        ptx, entry = compile_variant(dtype, alignment, tile, block_vector)
+    for tile, dtype, alignment, form in catalog.VARIANTS:
+        ptx, entry = compile_variant(dtype, alignment, tile, form)
         (HERE / entry["ptx"]).write_text(ptx)
-        manifest[catalog.variant_name(dtype, alignment, tile[0], block_vector)] = entry
+        manifest[catalog.variant_name(dtype, alignment, tile[0], form)] = entry
     catalog.MANIFEST.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
 
