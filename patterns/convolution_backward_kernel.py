@@ -12,8 +12,8 @@ narrow tile for few channels", "Smaller tiles for the 1x1 kernel"). The
 kernel tiles the GEMM by flat positions and stores each value at
 `o*s - p`, or, at stride 2 without padding, whole 2x2 blocks where
 grad_input is exactly twice grad_output's size ("Whole 2x2 blocks with
-wide stores") and pairs of a value and a zero elsewhere ("Pairs of a
-value and a zero").
+wide stores") and pairs of a value and a zero elsewhere, where H*W is
+even ("Pairs of a value and a zero").
 
 The rewrite emits the buffer grad_input is written into (zeros where a
 stride leaves input positions that no output reaches, uninitialized where

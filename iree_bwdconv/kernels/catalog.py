@@ -7,11 +7,12 @@ f16/bf16 (`strided_1x1_grad_input.py`, its Triton source), in three forms:
 one stores the GEMM's values into a grad_input of zeros; at stride 2
 without padding, the others write all of an unfilled grad_input, in whole
 2 x 2 blocks where they fit, else in 32-bit pairs of a value and a zero
-(`form`). The package ships its PTX for sm_80, one variant per form, tile
-(by input channels), dtype and alignment of dy's rows, which Triton
-turns into 16-byte (8), 4-byte (2) or 2-byte (1) loads; `generate.py`
-rewrites them. This module is pure Python: it picks a variant and
-computes the kernel's arguments, and knows nothing of MLIR.
+where every plane starts at a word (`form`). The package ships its PTX
+for sm_80, one variant per form, tile (by input channels), dtype and
+alignment of dy's rows, which Triton turns into 16-byte (8), 4-byte (2)
+or 2-byte (1) loads; `generate.py` rewrites them. This module is pure
+Python: it picks a variant and computes the kernel's arguments, and knows
+nothing of MLIR.
 """
 
 from __future__ import annotations
@@ -53,13 +54,14 @@ TILES = (WIDE_TILE, MIDDLE_TILE, NARROW_TILE)
 # "Pairs of a value and a zero"). Blocks, where they fit, store wider.
 BLOCK_VECTORS = (4, 2)
 BLOCK_TILES = (WIDE_TILE, MIDDLE_TILE)
+BLOCK_FORMS = {f"blocks_v{vector}": vector for vector in BLOCK_VECTORS}  # form name -> VEC
 PAIRS = "pairs"
 # Every shipped variant: (tile, dtype, row alignment, form; "" for the form
 # that stores values only). With OW a multiple of a block vector, OH*OW is
 # even: blocks are never aligned to 1.
 VARIANTS = (*((tile, dtype, alignment, "") for tile in TILES for dtype in DTYPES for alignment in ROW_ALIGNMENTS),
-            *((tile, dtype, alignment, f"blocks_v{vector}") for tile in BLOCK_TILES for dtype in DTYPES
-              for alignment in ROW_ALIGNMENTS[:2] for vector in BLOCK_VECTORS),
+            *((tile, dtype, alignment, form) for tile in BLOCK_TILES for dtype in DTYPES
+              for alignment in ROW_ALIGNMENTS[:2] for form in BLOCK_FORMS),
             *((tile, dtype, alignment, PAIRS) for tile in TILES for dtype in DTYPES for alignment in ROW_ALIGNMENTS))
 # Offsets and sizes inside one image are 32-bit in the kernel.
 MAX_IMAGE_ELEMENTS = 2**31 - 1
@@ -140,7 +142,8 @@ def form(arguments: Sequence[int]) -> str:
     blocks ("blocks_v4", "blocks_v2"), pairs, or "" for values only, into
     zeros."""
     vector = block_vector(arguments)
-    return f"blocks_v{vector}" if vector else PAIRS if writes_pairs(arguments) else ""
+    blocks = next((form for form, v in BLOCK_FORMS.items() if v == vector), "")
+    return blocks or (PAIRS if writes_pairs(arguments) else "")
 
 
 def writes_every_position(arguments: Sequence[int]) -> bool:

@@ -47,7 +47,7 @@ def compile_variant(dtype: str, row_alignment: int, tile: tuple[int, int, int, i
                     form: str = "") -> tuple[str, dict]:
     block_c, block_q, block_k, warps, stages = tile
     name = catalog.variant_name(dtype, row_alignment, block_c, form)
-    block_vector = int(form.removeprefix("blocks_v")) if form.startswith("blocks_v") else 0
+    block_vector = catalog.BLOCK_FORMS.get(form, 0)
     kernel = (strided_1x1_grad_input_blocks if block_vector else
               strided_1x1_grad_input_pairs if form == catalog.PAIRS else strided_1x1_grad_input)
     pointer = f"*{catalog.DTYPES[dtype]}"
