@@ -5,10 +5,11 @@
 writes in whole 2 x 2 blocks or in pairs. Where it writes either, also its
 form that stores only values into zeros ("values-only"). With `tiles`, also the
 kernel compiled with each tile of `CANDIDATE_TILES`, with `sweep` with
-each of `SWEEP_TILES` (both need Triton, as
+each of `SWEEP_TILES`, with `middle` layers of 64-127 channels with
+`OLD_PAIRS_MIDDLE_TILE` (all three need Triton, as
 `iree_bwdconv/kernels/generate.py` does).
 
-    ./dev python -m benchmarks.kernel_1x1 prepare .bench-kernel [tiles|sweep] [MATCH]  # here
+    ./dev python -m benchmarks.kernel_1x1 prepare .bench-kernel [tiles|sweep|middle] [MATCH]  # here
     cd benchmarks && python3 run_on_gpu.py ../.bench-kernel results.json              # there
     cd benchmarks && python3 host_time_on_gpu.py ../.bench-kernel gpu.json .          # there: GPU time per call
     ./dev python -m benchmarks.kernel_1x1 report results.json [gpu.json]              # here
@@ -60,6 +61,8 @@ BLOCKS = (
 PAIRS = (
     Shape("R50 1x1 s2 n32 c1024 k2048 14x14 (projection)", 32, 1024, 2048, (14, 14), 1, 2, 0),
     Shape("1x1 s2 n4 c32 k224 470x720", 4, 32, 224, (470, 720), 1, 2, 0, dtype="bf16"),
+    Shape("1x1 s2 n32 c64 k256 14x14", 32, 64, 256, (14, 14), 1, 2, 0),
+    Shape("1x1 s2 n32 c96 k192 50x50", 32, 96, 192, (50, 50), 1, 2, 0),
 )
 LAYERS = (*(s for s in (*SHAPES, *RESNET50_H100) if s.kernel == 1 and s.dtype != "f32"), *NARROW, *BLOCKS, *PAIRS)
 # (channels, positions, depth, warps, stages): the tiles the kernel had
@@ -73,6 +76,9 @@ CANDIDATE_TILES = ((128, 128, 32, 8, 3), (32, 128, 32, 4, 4))
 SWEEP_TILES = ((128, 64, 32, 4, 4), (128, 64, 32, 4, 3), (128, 64, 64, 4, 3), (64, 64, 32, 4, 4),
                (128, 32, 32, 4, 4), (256, 64, 32, 8, 3), (128, 64, 32, 8, 4))
 SWEEP_NARROW_TILES = ((32, 64, 32, 2, 4), (32, 128, 32, 2, 4), (64, 64, 32, 4, 4), (32, 64, 64, 2, 3))
+# The middle tile the pairs form had until it took its own ("Pairs of a
+# value and a zero"), for `middle`.
+OLD_PAIRS_MIDDLE_TILE = (64, 64, 32, 4, 4)
 
 
 def tile_name(tile: Sequence[int]) -> str:
@@ -113,12 +119,14 @@ def _tiles_for(shape: Shape, tiles: str) -> Sequence[Sequence[int]]:
         return CANDIDATE_TILES
     if tiles == "sweep":
         return SWEEP_TILES if shape.c >= catalog.WIDE_TILE[0] else SWEEP_NARROW_TILES
+    if tiles == "middle":
+        return (OLD_PAIRS_MIDDLE_TILE,) if catalog.MIDDLE_TILE[0] <= shape.c < catalog.WIDE_TILE[0] else ()
     return ()
 
 
 def prepare(folder: Path, tiles: str = "", match: str = "") -> None:
-    """Every layer, or those whose name `match` finds; `tiles` "tiles" or
-    "sweep" adds the kernel compiled with other tiles."""
+    """Every layer, or those whose name `match` finds; `tiles` "tiles",
+    "sweep" or "middle" adds the kernel compiled with other tiles."""
     folder.mkdir(parents=True, exist_ok=True)
     manifest = []
     for index, shape in enumerate(LAYERS):
@@ -169,7 +177,7 @@ def report(results_path: Path, gpu_path: Optional[Path] = None) -> None:
 if __name__ == "__main__":
     command, path, rest = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
     if command == "prepare":
-        kind = next((word for word in rest if word in ("tiles", "sweep")), "")
+        kind = next((word for word in rest if word in ("tiles", "sweep", "middle")), "")
         match = [word for word in rest if word != kind]
         prepare(path, kind, match[0] if match else "")
     else:

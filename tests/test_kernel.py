@@ -181,6 +181,15 @@ def test_few_channels_dispatch_a_narrower_tile(channels, variant, tiles):
     assert pipeline.iree_compile(mlir, "cuda")
 
 
+def test_pairs_take_their_own_middle_tile():
+    """64-127 channels writing pairs: 64 channels x 128 positions, where
+    the other forms take 64 x 64."""
+    mlir = functional.lowered(spec_nd(2, 96, 64, (30, 31), (1, 1), (2, 2), (0, 0)), target="cuda")
+    assert '"strided_1x1_grad_input_pairs_c64_f16_a8"' in mlir  # 15 x 16 positions: 16-byte loads
+    assert re.findall(r"arith.ceildivui %arg\d+, %c(\d+)", mlir) == ["128", "64"]
+    assert catalog.tile(96, catalog.PAIRS) == (64, 128, 32, 4, 4) and catalog.tile(96) == catalog.MIDDLE_TILE
+
+
 @pytest.mark.parametrize("sizes, out, stride, padding, channels, form", [
     ((56, 56), (28, 28), (2, 2), (0, 0), 256, "blocks_v4"),  # ResNet-50's projection
     ((100, 100), (50, 50), (2, 2), (0, 0), 512, "blocks_v2"),  # rows of 50: 2 positions a store

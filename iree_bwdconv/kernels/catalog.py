@@ -46,6 +46,11 @@ WIDE_TILE = (128, 64, 32, 4, 4)
 MIDDLE_TILE = (64, 64, 32, 4, 4)
 NARROW_TILE = (32, 128, 32, 4, 4)
 TILES = (WIDE_TILE, MIDDLE_TILE, NARROW_TILE)
+# The pairs form's middle tile spans 128 positions: on two large layers of
+# 64 and 96 channels its calls were 1.13x-1.21x faster than with 64 x 64,
+# and level on two small ones (docs/performance.md, "Pairs of a value and
+# a zero").
+PAIRS_TILES = (WIDE_TILE, (64, 128, 32, 4, 4), NARROW_TILE)
 # Positions a whole-block store spans (VEC): 4 or 2 positions, their 2 x 2
 # blocks' rows 16 or 8 bytes. Other unpadded stride-2 layers (OW odd,
 # grad_input a row or column short, the narrow tile) write pairs: a value
@@ -62,7 +67,7 @@ PAIRS = "pairs"
 VARIANTS = (*((tile, dtype, alignment, "") for tile in TILES for dtype in DTYPES for alignment in ROW_ALIGNMENTS),
             *((tile, dtype, alignment, form) for tile in BLOCK_TILES for dtype in DTYPES
               for alignment in ROW_ALIGNMENTS[:2] for form in BLOCK_FORMS),
-            *((tile, dtype, alignment, PAIRS) for tile in TILES for dtype in DTYPES for alignment in ROW_ALIGNMENTS))
+            *((tile, dtype, alignment, PAIRS) for tile in PAIRS_TILES for dtype in DTYPES for alignment in ROW_ALIGNMENTS))
 # Offsets and sizes inside one image are 32-bit in the kernel.
 MAX_IMAGE_ELEMENTS = 2**31 - 1
 # The grid's z is the image; CUDA allows 65535.
@@ -93,10 +98,11 @@ def row_alignment(positions: int) -> int:
     return next(a for a in ROW_ALIGNMENTS if positions % a == 0)
 
 
-def tile(channels: int) -> tuple[int, int, int, int, int]:
-    """The tile config for grad_input of `channels` input channels: the
-    widest whose channel block they fill."""
-    return next((t for t in TILES if channels >= t[0]), NARROW_TILE)
+def tile(channels: int, form: str = "") -> tuple[int, int, int, int, int]:
+    """The tile config for grad_input of `channels` input channels in
+    `form`: the widest whose channel block they fill."""
+    tiles = PAIRS_TILES if form == PAIRS else TILES
+    return next((t for t in tiles if channels >= t[0]), tiles[-1])
 
 
 def _named(arguments: Sequence[int]) -> dict[str, int]:
@@ -159,7 +165,8 @@ def variant(dtype: str, arguments: Sequence[int]) -> Variant:
     loads that suit dy rows of OHW positions, and a tile that suits C
     input channels."""
     a = _named(arguments)
-    return variant_by_name(variant_name(dtype, row_alignment(a["OHW"]), tile(a["C"])[0], form(arguments)))
+    kind = form(arguments)
+    return variant_by_name(variant_name(dtype, row_alignment(a["OHW"]), tile(a["C"], kind)[0], kind))
 
 
 def variant_by_name(name: str) -> Variant:
