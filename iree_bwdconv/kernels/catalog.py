@@ -54,9 +54,11 @@ PAIRS_TILES = (WIDE_TILE, (64, 128, 32, 4, 4), NARROW_TILE)
 # Positions a whole-block store spans (VEC): 4 or 2 positions, their 2 x 2
 # blocks' rows 16 or 8 bytes. Other unpadded stride-2 layers (OW odd,
 # grad_input a row or column short, the narrow tile) write pairs: a value
-# and a zero in one 32-bit word, a word of zeros below it: 1.10x-1.50x less GPU time than the memset and values on
-# the eight layers measured, calls 1.00x-1.33x faster (docs/performance.md,
-# "Pairs of a value and a zero"). Blocks, where they fit, store wider.
+# and a zero in one 32-bit word, a word of zeros below it. On eight large
+# layers they took 1.10x-1.50x less GPU time than the memset and values,
+# the calls 1.00x-1.33x faster; on two small ones (about 10 us) the calls
+# were level (docs/performance.md, "Pairs of a value and a zero"). Blocks,
+# where they fit, store wider.
 BLOCK_VECTORS = (4, 2)
 BLOCK_TILES = (WIDE_TILE, MIDDLE_TILE)
 BLOCK_FORMS = {f"blocks_v{vector}": vector for vector in BLOCK_VECTORS}  # form name -> VEC
