@@ -69,7 +69,8 @@ PAIRS = "pairs"
 VARIANTS = (*((tile, dtype, alignment, "") for tile in TILES for dtype in DTYPES for alignment in ROW_ALIGNMENTS),
             *((tile, dtype, alignment, form) for tile in BLOCK_TILES for dtype in DTYPES
               for alignment in ROW_ALIGNMENTS[:2] for form in BLOCK_FORMS),
-            *((tile, dtype, alignment, PAIRS) for tile in PAIRS_TILES for dtype in DTYPES for alignment in ROW_ALIGNMENTS))
+            *((tile, dtype, alignment, PAIRS) for tile in PAIRS_TILES for dtype in DTYPES
+              for alignment in ROW_ALIGNMENTS))
 # Offsets and sizes inside one image are 32-bit in the kernel.
 MAX_IMAGE_ELEMENTS = 2**31 - 1
 # The grid's z is the image; CUDA allows 65535.
