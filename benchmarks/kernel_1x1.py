@@ -114,6 +114,9 @@ def values_only() -> Iterator[None]:
         yield
 
 
+TILE_MODES = ("tiles", "sweep", "middle")
+
+
 def _tiles_for(shape: Shape, tiles: str) -> Sequence[Sequence[int]]:
     if tiles == "tiles":
         return CANDIDATE_TILES
@@ -177,7 +180,7 @@ def report(results_path: Path, gpu_path: Optional[Path] = None) -> None:
 if __name__ == "__main__":
     command, path, rest = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
     if command == "prepare":
-        kind = next((word for word in rest if word in ("tiles", "sweep", "middle")), "")
+        kind = next((word for word in rest if word in TILE_MODES), "")
         match = [word for word in rest if word != kind]
         prepare(path, kind, match[0] if match else "")
     else:

@@ -208,7 +208,7 @@ def test_pairs_take_their_own_middle_tile():
 def test_form(sizes, out, stride, padding, channels, form):
     arguments = catalog.arguments(channels, 64, sizes, out, stride, padding)
     assert catalog.form(arguments) == form
-    assert catalog.block_vector(arguments) == (int(form[-1]) if form.startswith("blocks") else 0)
+    assert catalog.block_vector(arguments) == catalog.BLOCK_FORMS.get(form, 0)
     assert catalog.writes_pairs(arguments) == (form == "pairs")
     assert catalog.writes_every_position(arguments) == (form != "")
     assert catalog.variant("f16", arguments).name.startswith(f"{catalog.KERNEL}_{form}_c" if form else
@@ -269,26 +269,17 @@ def test_no_pairs_where_planes_would_split_words(h, w):
     assert not catalog.writes_pairs(arguments) and catalog.form(arguments) == ""
 
 
-def test_pairs_write_into_an_unfilled_grad_input():
-    """Seed 003's c32 layer in small: rows of grad_input of odd length,
-    so pairs, writing all of it, with no fill."""
-    configuration = spec_nd(2, 32, 224, (46, 45), (1, 1), (2, 2), (0, 0))
-    mlir = functional.lowered(configuration, target="cuda")
+@pytest.mark.parametrize("channels, sizes, variant", [
+    (256, (56, 56), "blocks_v4_c128_f16_a8"),  # ResNet-50's projection
+    (32, (46, 45), "pairs_c32_f16_a1"),  # seed 003's c32 layer in small: rows of odd length, 23 x 23 positions
+])
+def test_blocks_and_pairs_write_into_an_unfilled_grad_input(channels, sizes, variant):
+    """The forms that write all of grad_input at stride 2: no fill, so no
+    memset; the kernel's result is the empty tensor it was given."""
+    mlir = functional.lowered(spec_nd(2, channels, 224, sizes, (1, 1), (2, 2), (0, 0)), target="cuda")
     assert mlir.count("hal.dispatch.extern") == 1 and "linalg.fill" not in mlir
-    assert '"strided_1x1_grad_input_pairs_c32_f16_a1"' in mlir  # 23 x 23 positions
-    (empty,) = re.findall(r"(%\d+) = tensor.empty\(\) : tensor<2x32x46x45xf16>", mlir)
-    assert re.search(rf"%arg2, %arg0, {empty}\) : .* -> {empty} count", mlir)
-    assert pipeline.iree_compile(mlir, "cuda")
-
-
-def test_whole_blocks_write_into_an_unfilled_grad_input():
-    """ResNet-50's projection: the blocks variant, writing all of
-    grad_input, so no fill and no memset."""
-    configuration = spec_nd(2, 256, 512, (56, 56), (1, 1), (2, 2), (0, 0))
-    mlir = functional.lowered(configuration, target="cuda")
-    assert mlir.count("hal.dispatch.extern") == 1 and "linalg.fill" not in mlir
-    assert '"strided_1x1_grad_input_blocks_v4_c128_f16_a8"' in mlir
-    (empty,) = re.findall(r"(%\d+) = tensor.empty\(\) : tensor<2x256x56x56xf16>", mlir)
+    assert f'"strided_1x1_grad_input_{variant}"' in mlir
+    (empty,) = re.findall(rf"(%\d+) = tensor.empty\(\) : tensor<2x{channels}x{sizes[0]}x{sizes[1]}xf16>", mlir)
     assert re.search(rf"%arg2, %arg0, {empty}\) : .* -> {empty} count", mlir)
     assert pipeline.iree_compile(mlir, "cuda")
 

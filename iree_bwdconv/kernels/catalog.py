@@ -62,6 +62,7 @@ PAIRS_TILES = (WIDE_TILE, (64, 128, 32, 4, 4), NARROW_TILE)
 BLOCK_VECTORS = (4, 2)
 BLOCK_TILES = (WIDE_TILE, MIDDLE_TILE)
 BLOCK_FORMS = {f"blocks_v{vector}": vector for vector in BLOCK_VECTORS}  # form name -> VEC
+_FORM_OF_BLOCKS = {vector: form for form, vector in BLOCK_FORMS.items()}
 PAIRS = "pairs"
 # Every shipped variant: (tile, dtype, row alignment, form; "" for the form
 # that stores values only). With OW a multiple of a block vector, OH*OW is
@@ -151,8 +152,9 @@ def form(arguments: Sequence[int]) -> str:
     blocks ("blocks_v4", "blocks_v2"), pairs, or "" for values only, into
     zeros."""
     vector = block_vector(arguments)
-    blocks = next((form for form, v in BLOCK_FORMS.items() if v == vector), "")
-    return blocks or (PAIRS if writes_pairs(arguments) else "")
+    if vector:
+        return _FORM_OF_BLOCKS[vector]
+    return PAIRS if writes_pairs(arguments) else ""
 
 
 def writes_every_position(arguments: Sequence[int]) -> bool:
