@@ -72,6 +72,10 @@ _LAYERS = (
     _layer("1x1_s2_blocks_c80_v4_a2", 3, 80, 48, (14, 24), 1, 2, 0, 1, "auto"),
     _layer("1x1_s2_c200", 3, 200, 72, 23, 1, 2, 0, 1, "auto"),
     _layer("1x1_s2_pairs_c32", 4, 32, 224, (46, 45), 1, 2, 0, 1, "auto"),  # pairs: rows of odd length, 2-byte loads
+    _layer("1x1_s2_pairs_c40_k72", 2, 40, 72, (61, 90), 1, 2, 0, 1, "auto"),  # a part of a narrow tile's channels, a
+    # reduction that ends inside a block, the last row short
+    _layer("1x1_s2_pairs_c16_302x301", 2, 16, 40, (302, 301), 1, 2, 0, 1, "auto"),  # rows of odd length over many tiles
+    _layer("1x1_s2_pairs_c32_a2", 2, 32, 48, (44, 29), 1, 2, 0, 1, "auto"),  # the narrow tile's pairs, 4-byte loads
     _layer("1x1_s2_pairs_c32_a8", 4, 32, 64, 16, 1, 2, 0, 1, "auto"),  # the narrow tile's pairs where blocks would fit
     _layer("1x1_s2_pairs_c136", 2, 136, 64, 50, 1, 2, 0, 1, "auto"),  # the wide tile, dy's rows odd, a part of a tile
     _layer("1x1_s2_pairs_c72_h29", 3, 72, 40, (29, 30), 1, 2, 0, 1, "auto"),  # the middle tile, the last row short
@@ -151,7 +155,8 @@ _BF16 = ("3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1",
          "k3_s2_1d", "k5_s2_g4_1d", "k1_s2_l128_1d", "k3_s2_d2_1d", "k3_s2_d2_g4_1d", "3x3x3_s2", "3x3x3_s1_g4",
          "3x3_s1x2", "1x1_s3_p1", "1x1_s2_p2", "1x1_s21", "1x1_s1_p1_c128", "1x1_s1_c256_k64_56_n32", "1x1_s2_c32", "1x1_s2_p1_c24", "1x1_s2_p1_c72", "1x1_s2_a8", "1x1_s2_blocks_v2", "1x1_s2_blocks_v2_a8", "1x1_s2_blocks_v4_a2",
          "1x1_s2_blocks_c64_v4", "1x1_s2_blocks_c72_v2_a8", "1x1_s2_blocks_c80_v4_a2", "1x1_s2_c200", "k1_s3_p1_1d",
-         "1x1_s2_pairs_c32", "1x1_s2_pairs_c32_a8", "1x1_s2_pairs_c136", "1x1_s2_pairs_c72_h29", "1x1_s2_pairs_c96_a8",
+         "1x1_s2_pairs_c32", "1x1_s2_pairs_c40_k72", "1x1_s2_pairs_c16_302x301", "1x1_s2_pairs_c32_a2",
+         "1x1_s2_pairs_c32_a8", "1x1_s2_pairs_c136", "1x1_s2_pairs_c72_h29", "1x1_s2_pairs_c96_a8",
          "1x1_s2_c12")
 # Cases whose results IREE 3.13's CUDA code got wrong on the H100 when last
 # run, with what is known; `check_on_gpu.py` reports them apart.
