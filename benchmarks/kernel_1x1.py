@@ -77,8 +77,8 @@ SWEEP_TILES = ((128, 64, 32, 4, 4), (128, 64, 32, 4, 3), (128, 64, 64, 4, 3), (6
                (128, 32, 32, 4, 4), (256, 64, 32, 8, 3), (128, 64, 32, 8, 4))
 SWEEP_NARROW_TILES = ((32, 64, 32, 2, 4), (32, 128, 32, 2, 4), (64, 64, 32, 4, 4), (32, 64, 64, 2, 3))
 # The middle tile the pairs form had until it took its own ("Pairs of a
-# value and a zero"), for `middle`.
-OLD_PAIRS_MIDDLE_TILE = (64, 64, 32, 4, 4)
+# value and a zero"), for `middle`: the other forms' middle tile.
+OLD_PAIRS_MIDDLE_TILE = catalog.MIDDLE_TILE
 
 
 def tile_name(tile: Sequence[int]) -> str:

@@ -187,7 +187,8 @@ def test_pairs_take_their_own_middle_tile():
     mlir = functional.lowered(spec_nd(2, 96, 64, (30, 31), (1, 1), (2, 2), (0, 0)), target="cuda")
     assert '"strided_1x1_grad_input_pairs_c64_f16_a8"' in mlir  # 15 x 16 positions: 16-byte loads
     assert re.findall(r"arith.ceildivui %arg\d+, %c(\d+)", mlir) == ["128", "64"]
-    assert catalog.tile(96, catalog.PAIRS) == (64, 128, 32, 4, 4) and catalog.tile(96) == catalog.MIDDLE_TILE
+    assert catalog.tile(96, catalog.PAIRS) == catalog.PAIRS_MIDDLE_TILE == (64, 128, 32, 4, 4)
+    assert catalog.tile(96) == catalog.MIDDLE_TILE
 
 
 @pytest.mark.parametrize("sizes, out, stride, padding, channels, form", [

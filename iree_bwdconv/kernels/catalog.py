@@ -50,7 +50,8 @@ TILES = (WIDE_TILE, MIDDLE_TILE, NARROW_TILE)
 # 64 and 96 channels its calls were 1.13x-1.21x faster than with 64 x 64,
 # and level on two small ones (docs/performance.md, "Pairs of a value and
 # a zero").
-PAIRS_TILES = (WIDE_TILE, (64, 128, 32, 4, 4), NARROW_TILE)
+PAIRS_MIDDLE_TILE = (64, 128, 32, 4, 4)
+PAIRS_TILES = (WIDE_TILE, PAIRS_MIDDLE_TILE, NARROW_TILE)
 # Positions a whole-block store spans (VEC): 4 or 2 positions, their 2 x 2
 # blocks' rows 16 or 8 bytes. Other unpadded stride-2 layers (OW odd,
 # grad_input a row or column short, the narrow tile) write pairs: a value
