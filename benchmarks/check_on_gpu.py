@@ -45,8 +45,8 @@ def _reference(case: dict, dy: torch.Tensor, x: torch.Tensor, w: torch.Tensor) -
     if case["kind"] == "forward":
         dilation = case.get("dilation", 1)
         return {"result": torch.nn.functional.conv2d(x, w, None, case["stride"], case["padding"], dilation, case["groups"])}
-    grad_input, grad_weight, _ = torch.ops.aten.convolution_backward(dy, x, w, *case["arguments"])
-    return {"grad_input": grad_input, "grad_weight": grad_weight}
+    grads = torch.ops.aten.convolution_backward(dy, x, w, *case["arguments"])
+    return dict(zip(("grad_input", "grad_weight", "grad_bias"), grads))
 
 
 def check(folder: Path, case: dict, memcheck: bool) -> bool:
@@ -56,7 +56,8 @@ def check(folder: Path, case: dict, memcheck: bool) -> bool:
     dy, x, w = (torch.randn(case["shapes"][name], generator=generator).to(dtype) for name in ("dy", "x", "w"))
     inputs = ((x, "x"), (w, "w")) if case["kind"] == "forward" else ((dy, "dy"), (x, "x"), (w, "w"))
     names = case.get("results") or (["result"] if case["kind"] == "forward" else ["grad_input", "grad_weight"])
-    results = [{"grad_input": x, "grad_weight": w, "result": dy}[name] for name in names]
+    likes = {"grad_input": x, "grad_weight": w, "grad_bias": torch.empty(dy.shape[1], dtype=dtype), "result": dy}
+    results = [likes[name] for name in names]
     suffix = "bin" if dtype == torch.bfloat16 else "npy"
     command = [sys.executable, "-m", "iree._runtime.scripts.iree_run_module", "--device=cuda",
                f"--module={folder / (case['name'] + '.vmfb')}", "--function=main",
