@@ -45,6 +45,15 @@ POSITION_MULTIPLE = 16
 # 85 (c64 k256 56x56: 0.86 against 0.39).
 MIN_PADDED_INTENSITY = 256
 F32_MIN_INTENSITY = 128
+# IREE 3.13's CUDA code for this contraction reads grad_output's channels
+# in whole tiles (64 on every layer checked), past the last channel: into
+# the next image's channels, and for the last image past the end of
+# grad_output. Where the output channels were not a multiple of 64 (279,
+# 333; 3 to 7 images; 72 to 208 input channels; bf16) the H100 stopped
+# with an illegal address and the call never returned; with one image of
+# slack after grad_output, or its channels padded to 64, it ran. im2col
+# ran on all of them (docs/performance.md, "Random layers on the H100").
+OUT_CHANNEL_MULTIPLE = 64
 
 
 def padded_positions(spec: ConvBackwardSpec) -> int:
@@ -60,12 +69,15 @@ def intensity(spec: ConvBackwardSpec) -> float:
 
 def applies(spec: ConvBackwardSpec) -> bool:
     """A GPU target, an ungrouped, untransposed 1x1 kernel with a static
-    batch, unless `_one_strided_dim_unpadded`; in f32 with at least
-    F32_MIN_INTENSITY, in f16/bf16 where the positions need padding with at
-    least MIN_PADDED_INTENSITY."""
+    batch and a multiple of OUT_CHANNEL_MULTIPLE output channels, unless
+    `_one_strided_dim_unpadded`; in f32 with at least F32_MIN_INTENSITY, in
+    f16/bf16 where the positions need padding with at least
+    MIN_PADDED_INTENSITY."""
     if targets.current() == "cpu" or any(k != 1 for k in spec.kernel):
         return False
     if spec.groups != 1 or spec.transposed or spec.batch is None or _one_strided_dim_unpadded(spec):
+        return False
+    if spec.out_channels % OUT_CHANNEL_MULTIPLE:
         return False
     if not targets.half_precision_on_gpu(spec.dtype):
         return intensity(spec) >= F32_MIN_INTENSITY

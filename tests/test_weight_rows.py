@@ -30,6 +30,9 @@ def _spec(n, c, f, size, kernel=1, stride=1, padding=0, dtype=torch.float16, gro
     ((32, 256, 64, 56, 1, 1, 0, torch.float32), False),  # f32: 51 multiply-adds per element copied
     ((32, 256, 512, 28, 1, 1, 0, torch.float32), True),   # 171
     ((32, 256, 64, 56, 1, 1, 0, torch.float16, 4), False),  # grouped
+    ((5, 208, 279, 40), False),                      # 279 output channels: IREE read past grad_output
+    ((4, 32, 224, 56, 1, 2), False),                 # 224, seed 003's c32 layer's: the same
+    ((5, 208, 192, 40), True),                       # 192, a multiple of 64
 ])
 def test_taken_for_1x1_kernels_on_gpus(spec_args, taken):
     configuration = _spec(*spec_args)
@@ -37,6 +40,17 @@ def test_taken_for_1x1_kernels_on_gpus(spec_args, taken):
         assert weight_rows.applies(configuration) == taken
     with targets.lowering_for("cpu"):
         assert not weight_rows.applies(configuration)
+
+
+@pytest.mark.parametrize("out_channels", [64, 128, 192, 2048, 96, 160, 224, 279, 2016])
+def test_taken_only_for_a_multiple_of_64_output_channels(out_channels):
+    """The rows' contraction read grad_output's channels in tiles of 64,
+    past the end of grad_output (an illegal address on the H100) where the
+    output channels were not a multiple of 64 (160, 224, 279, 288, 2016 of
+    those run alone)."""
+    with targets.lowering_for("cuda"):
+        taken = weight_rows.applies(_spec(8, 256, out_channels, 16))
+    assert taken == (out_channels % 64 == 0)
 
 
 def test_not_taken_for_transposed_convolutions():
