@@ -1,4 +1,5 @@
-"""The randomized sweep. IREE_BWDCONV_SWEEP_CASES sets its size (CI: 300);
+"""The randomized sweep. IREE_BWDCONV_SWEEP_CASES sets its size (CI: 300)
+and IREE_BWDCONV_SWEEP_SEED its seed (CI: `sweep.SEED`);
 the first IREE_BWDCONV_SWEEP_GPU_CASES of them (CI: 100) also run in the GPU
 targets' forms on the CPU and compile for CUDA and gfx942, where random
 draws found forms IREE's GPU code could not compile."""
@@ -10,9 +11,9 @@ import os
 import pytest
 
 from .harness import EXECUTABLE_FORMATS, assert_compiles_for, run_and_compare, run_in_gpu_forms, with_batch
-from .sweep import sweep
+from .sweep import SEED, sweep
 
-CASES = sweep(int(os.environ.get("IREE_BWDCONV_SWEEP_CASES", "300")))
+CASES = sweep(int(os.environ.get("IREE_BWDCONV_SWEEP_CASES", "300")), int(os.environ.get("IREE_BWDCONV_SWEEP_SEED", SEED)))
 GPU_CASES = CASES[: int(os.environ.get("IREE_BWDCONV_SWEEP_GPU_CASES", "100"))]
 
 
