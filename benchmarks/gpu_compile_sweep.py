@@ -50,17 +50,22 @@ def draw(rng: random.Random) -> Optional[dict]:
                 dtype=rng.choice(("f16", "f16", "bf16", "f32")))
 
 
-def compile_for(layer: dict, target: str) -> str:
-    dtype = _DTYPES[layer["dtype"]]
+def tensor_shapes(layer: dict) -> dict[str, list[int]]:
+    """dy, x and w of a layer: the result of its forward (or transposed)
+    convolution, that convolution's input, and its weight."""
     n, c, k, groups = layer["n"], layer["c"], layer["k"], layer["groups"]
     weight = [c, k // groups] if layer["transposed"] else [k, c // groups]
-    dy, x = torch.zeros(n, k, *layer["out"], dtype=dtype), torch.zeros(n, c, *layer["sizes"], dtype=dtype)
-    w = torch.zeros(*weight, *layer["kernel"], dtype=dtype)
-    spec = functional.spec_of(dy, x, w, [k], layer["stride"], layer["padding"], layer["dilation"], layer["transposed"],
-                              layer["output_padding"], groups, [True, True, True])
+    return {"dy": [n, k, *layer["out"]], "x": [n, c, *layer["sizes"]], "w": [*weight, *layer["kernel"]]}
+
+
+def compile_for(layer: dict, target: str) -> str:
+    dtype = _DTYPES[layer["dtype"]]
+    dy, x, w = (torch.zeros(size, dtype=dtype) for size in tensor_shapes(layer).values())
+    spec = functional.spec_of(dy, x, w, [layer["k"]], layer["stride"], layer["padding"], layer["dilation"],
+                              layer["transposed"], layer["output_padding"], layer["groups"], [True, True, True])
     functional.clear_cache()
     try:
-        pipeline.iree_compile(functional.lowered(spec, (k,), target=target), target)
+        pipeline.iree_compile(functional.lowered(spec, (layer["k"],), target=target), target)
     except PipelineError as err:
         return "FAIL " + " | ".join(line for line in err.diagnostics.splitlines() if "error" in line.lower())[:300]
     return "ok"

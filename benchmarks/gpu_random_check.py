@@ -34,7 +34,7 @@ import torch
 from iree_bwdconv import functional, geometry, pipeline
 from iree_bwdconv.errors import InvalidArgumentError, PipelineError
 
-from .gpu_compile_sweep import draw as draw_layer
+from .gpu_compile_sweep import draw as draw_layer, tensor_shapes
 
 _DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 _WORKERS = 2
@@ -96,15 +96,11 @@ def draws(seed: int, count: int, families: Sequence[str] = ("kernel", "layer")) 
 def case(layer: dict) -> dict:
     """`check_on_gpu.py`'s description of a layer: its tensors' shapes,
     aten.convolution_backward's arguments after them, the results asked for."""
-    n, c, k, groups = layer["n"], layer["c"], layer["k"], layer["groups"]
-    weight = [c, k // groups] if layer["transposed"] else [k, c // groups]
-    arguments = [[k], layer["stride"], layer["padding"], layer["dilation"], layer["transposed"],
-                 layer["output_padding"], groups, layer["mask"]]
+    arguments = [[layer["k"]], layer["stride"], layer["padding"], layer["dilation"], layer["transposed"],
+                 layer["output_padding"], layer["groups"], layer["mask"]]
     results = [name for name, wanted in zip(("grad_input", "grad_weight", "grad_bias"), layer["mask"]) if wanted]
     return dict(name=layer["name"], kind="transposed" if layer["transposed"] else "backward", form="auto",
-                dtype=layer["dtype"], shapes={"dy": [n, k, *layer["out"]], "x": [n, c, *layer["sizes"]],
-                                              "w": [*weight, *layer["kernel"]]},
-                arguments=arguments, results=results, layer=layer)
+                dtype=layer["dtype"], shapes=tensor_shapes(layer), arguments=arguments, results=results, layer=layer)
 
 
 def _compile(folder: Path, described: dict) -> Optional[str]:
