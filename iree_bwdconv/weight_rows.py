@@ -48,11 +48,12 @@ F32_MIN_INTENSITY = 128
 # IREE 3.13's CUDA code for this contraction reads grad_output's channels
 # in whole tiles (64 on every layer checked), past the last channel: into
 # the next image's channels, and for the last image past the end of
-# grad_output. Where the output channels were not a multiple of 64 (279,
-# 333; 3 to 7 images; 72 to 208 input channels; bf16) the H100 stopped
-# with an illegal address and the call never returned; with one image of
-# slack after grad_output, or its channels padded to 64, it ran. im2col
-# ran on all of them (docs/performance.md, "Random layers on the H100").
+# grad_output. Where the output channels were not a multiple of 64 (160,
+# 224, 279, 288, 333, 2016; 3 to 7 images; 72 to 208 input channels; f16
+# and bf16) the H100 stopped with an illegal address and the call never
+# returned; with one image of slack after grad_output, or its channels
+# padded to 64, it ran. im2col ran on all of them (docs/performance.md,
+# "Random layers on the H100").
 OUT_CHANNEL_MULTIPLE = 64
 
 
