@@ -15,14 +15,15 @@ import json
 import random
 import sys
 import time
-from typing import Optional
+from typing import Optional, Sequence
 
 import torch
 
 from iree_bwdconv import functional, geometry, pipeline
 from iree_bwdconv.errors import InvalidArgumentError, PipelineError
+from iree_bwdconv.spec import ConvBackwardSpec
 
-_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 _SIZES = {1: (80, 220), 2: (14, 40), 3: (8, 14)}
 
 
@@ -58,11 +59,22 @@ def tensor_shapes(layer: dict) -> dict[str, list[int]]:
     return {"dy": [n, k, *layer["out"]], "x": [n, c, *layer["sizes"]], "w": [*weight, *layer["kernel"]]}
 
 
+def arguments(layer: dict, mask: Sequence[bool]) -> list:
+    """aten.convolution_backward's arguments after its three tensors, for
+    the gradients `mask` asks for."""
+    return [[layer["k"]], layer["stride"], layer["padding"], layer["dilation"], layer["transposed"],
+            layer["output_padding"], layer["groups"], list(mask)]
+
+
+def spec_of(layer: dict, mask: Sequence[bool]) -> ConvBackwardSpec:
+    """The layer's validated configuration (shapes only: no tensor is allocated)."""
+    dtype = DTYPES[layer["dtype"]]
+    tensors = (torch.empty(size, dtype=dtype, device="meta") for size in tensor_shapes(layer).values())
+    return functional.spec_of(*tensors, *arguments(layer, mask))
+
+
 def compile_for(layer: dict, target: str) -> str:
-    dtype = _DTYPES[layer["dtype"]]
-    dy, x, w = (torch.zeros(size, dtype=dtype) for size in tensor_shapes(layer).values())
-    spec = functional.spec_of(dy, x, w, [layer["k"]], layer["stride"], layer["padding"], layer["dilation"],
-                              layer["transposed"], layer["output_padding"], layer["groups"], [True, True, True])
+    spec = spec_of(layer, [True, True, True])
     functional.clear_cache()
     try:
         pipeline.iree_compile(functional.lowered(spec, (layer["k"],), target=target), target)

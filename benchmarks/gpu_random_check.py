@@ -29,14 +29,11 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Optional, Sequence
 
-import torch
-
 from iree_bwdconv import functional, geometry, pipeline
 from iree_bwdconv.errors import InvalidArgumentError, PipelineError
 
-from .gpu_compile_sweep import draw as draw_layer, tensor_shapes
+from .gpu_compile_sweep import arguments, draw as draw_layer, spec_of, tensor_shapes
 
-_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 _WORKERS = 2
 
 
@@ -96,20 +93,17 @@ def draws(seed: int, count: int, families: Sequence[str] = ("kernel", "layer")) 
 def case(layer: dict) -> dict:
     """`check_on_gpu.py`'s description of a layer: its tensors' shapes,
     aten.convolution_backward's arguments after them, the results asked for."""
-    arguments = [[layer["k"]], layer["stride"], layer["padding"], layer["dilation"], layer["transposed"],
-                 layer["output_padding"], layer["groups"], layer["mask"]]
     results = [name for name, wanted in zip(("grad_input", "grad_weight", "grad_bias"), layer["mask"]) if wanted]
     return dict(name=layer["name"], kind="transposed" if layer["transposed"] else "backward", form="auto",
-                dtype=layer["dtype"], shapes=tensor_shapes(layer), arguments=arguments, results=results, layer=layer)
+                dtype=layer["dtype"], shapes=tensor_shapes(layer), arguments=arguments(layer, layer["mask"]),
+                results=results, layer=layer)
 
 
 def _compile(folder: Path, described: dict) -> Optional[str]:
     """Compiles a case into folder; None if the lowering refuses it or
     IREE fails on it (either is printed), else its name."""
-    dtype = _DTYPES[described["dtype"]]
-    dy, x, w = (torch.zeros(described["shapes"][name], dtype=dtype) for name in ("dy", "x", "w"))
     try:
-        spec = functional.spec_of(dy, x, w, *described["arguments"])
+        spec = spec_of(described["layer"], described["layer"]["mask"])
     except InvalidArgumentError as err:
         print(described["name"], "refused:", err, flush=True)
         return None

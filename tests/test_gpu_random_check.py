@@ -8,7 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from benchmarks import gpu_random_check
+import iree_bwdconv.patterns.convolution_backward_kernel as kernel_pattern
+from benchmarks import gpu_compile_sweep, gpu_random_check
+from iree_bwdconv import targets
 from iree_bwdconv.kernels import catalog
 
 SEED, COUNT = 20261126, 300  # the run recorded in docs/performance.md
@@ -33,9 +35,10 @@ def test_draws_are_the_same_for_a_seed_and_differ_between_seeds():
 
 def _kernel_variant(layer: dict) -> tuple[str, int, int] | None:
     """(form, tile channels, row alignment) of the kernel variant a layer
-    takes, or None where the kernel does not take it."""
-    if layer["kernel"] != [1] * len(layer["kernel"]) or layer["dtype"] == "f32" or layer["c"] % 8 or layer["groups"] != 1:
-        return None
+    takes, or None where the kernel's pattern does not take it."""
+    with targets.lowering_for("cuda"):
+        if kernel_pattern.why_not(gpu_compile_sweep.spec_of(layer, layer["mask"])):
+            return None
     arguments = catalog.arguments(layer["c"], layer["k"], layer["sizes"], layer["out"], layer["stride"], layer["padding"])
     form = catalog.form(arguments)
     return form, catalog.tile(layer["c"], form)[0], catalog.row_alignment(arguments[catalog.ARGUMENTS.index("OHW")])
