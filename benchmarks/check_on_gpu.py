@@ -5,6 +5,9 @@ too. Needs only python3, torch and iree-base-runtime.
 
     python3 benchmarks/check_on_gpu.py FOLDER [memcheck] [repeat N]
 
+A case that does not return within $CHECK_TIMEOUT_S seconds (120 unless
+set) fails: a fault on the GPU can leave a call hanging.
+
 Prints, per case, the largest error of each result over the largest
 magnitude of the reference (about 1e-3 or less is f16 rounding, 1e-2 bf16;
 the e2e suite's bound per element is in iree_bwdconv/reference.py), and
@@ -13,6 +16,7 @@ lists apart, the others after "FAILED".
 """
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +26,7 @@ import torch
 
 _DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 _BOUND = 2e-2
+TIMEOUT_S = int(os.environ.get("CHECK_TIMEOUT_S", "120"))
 
 
 def _input_flag(tensor: torch.Tensor, name: str) -> str:
@@ -66,9 +71,9 @@ def check(folder: Path, case: dict, memcheck: bool) -> bool:
     if memcheck:
         command = ["/usr/local/cuda/bin/compute-sanitizer", "--tool", "memcheck", "--print-limit", "2"] + command
     try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        print(case["name"], case["form"], "timeout (120 s)", flush=True)
+        print(case["name"], case["form"], f"timeout ({TIMEOUT_S} s)", flush=True)
         return False
     notes = [line.strip("= ") for line in (proc.stdout + proc.stderr).splitlines()
              if "ERROR SUMMARY" in line or "Invalid" in line]
