@@ -130,6 +130,8 @@ _LAYERS = (
     _layer("1x1_s1", 8, 64, 128, 28, 1, 1, 0, 1, "auto"),
     _layer("1x1_s1_k279", 5, 208, 279, (40, 44), 1, 1, 0, 1, "auto"),  # output channels not a multiple of 64: im2col,
     # where weight_rows' contraction read past grad_output and never returned
+    _layer("1x1_s1_k1344", 8, 1024, 1344, (40, 44), 1, 1, 0, 1, "auto"),  # a multiple of 64 output channels, not of
+    # 128, read in place at a size where IREE tiles them by 128
     _layer("1x1_s1_c256_k64_56_n32", 32, 256, 64, 56, 1, 1, 0, 1, "auto"),  # ResNet-50's; its weight gradient
     _layer("1x3_s1_n32", 32, 64, 64, 28, (1, 3), 1, 0, 1, "auto"),          # was wrong by contraction at n32
     _layer("1x1_s1_g4", 8, 64, 128, 28, 1, 1, 0, 4, "auto"),
@@ -159,7 +161,7 @@ _BF16 = ("3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1",
          "1x1_s2_blocks_c64_v4", "1x1_s2_blocks_c72_v2_a8", "1x1_s2_blocks_c80_v4_a2", "1x1_s2_c200", "k1_s3_p1_1d",
          "1x1_s2_pairs_c32", "1x1_s2_pairs_c40_k72", "1x1_s2_pairs_c16_302x301", "1x1_s2_pairs_c32_a2",
          "1x1_s2_pairs_c32_a8", "1x1_s2_pairs_c136", "1x1_s2_pairs_c72_h29", "1x1_s2_pairs_c96_a8",
-         "1x1_s2_c12", "1x1_s1_k279")
+         "1x1_s2_c12", "1x1_s1_k279", "1x1_s1_k1344")
 # Cases whose results IREE 3.13's CUDA code got wrong on the H100 when last
 # run, with what is known; `check_on_gpu.py` reports them apart.
 KNOWN_WRONG = {

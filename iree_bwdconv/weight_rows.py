@@ -46,15 +46,18 @@ POSITION_MULTIPLE = 16
 MIN_PADDED_INTENSITY = 256
 F32_MIN_INTENSITY = 128
 # IREE 3.13's CUDA code for this contraction reads grad_output's channels
-# in whole tiles (64 on every layer checked), past the last channel: into
-# the next image's channels, and for the last image past the end of
-# grad_output. Where the output channels were not a multiple of 64 (160,
-# 224, 279, 288, 333, 2016; 3 to 7 images; 72 to 208 input channels; f16
-# and bf16) the H100 stopped with an illegal address and the call never
+# in whole tiles, past the last channel: into the next image's channels,
+# and for the last image past the end of grad_output. Where the output
+# channels were not a multiple of the tile (160, 224, 279, 288, 333, 2016
+# against a tile of 64; 3 to 7 images; 72 to 208 input channels; f16 and
+# bf16) the H100 stopped with an illegal address and the call never
 # returned; with one image of slack after grad_output, or its channels
 # padded to 64, it ran. im2col ran on all of them (docs/performance.md,
-# "Random layers on the H100").
-OUT_CHANNEL_MULTIPLE = 64
+# "Random layers on the H100"). The tile is 64 on smaller layers and 128
+# on larger ones (1344 output channels at n32 c1024 25x25: "The weight
+# rows' tiles"), so the rows take a multiple of 128 channels, or exactly
+# 64, which IREE cannot tile by more.
+OUT_CHANNEL_MULTIPLE = 128
 
 
 def padded_positions(spec: ConvBackwardSpec) -> int:
@@ -70,7 +73,7 @@ def intensity(spec: ConvBackwardSpec) -> float:
 
 def applies(spec: ConvBackwardSpec) -> bool:
     """A GPU target, an ungrouped, untransposed 1x1 kernel with a static
-    batch and a multiple of OUT_CHANNEL_MULTIPLE output channels, unless
+    batch and a multiple of OUT_CHANNEL_MULTIPLE output channels (or 64), unless
     `_one_strided_dim_unpadded`; in f32 with at least F32_MIN_INTENSITY, in
     f16/bf16 where the positions need padding with at least
     MIN_PADDED_INTENSITY."""
@@ -78,7 +81,7 @@ def applies(spec: ConvBackwardSpec) -> bool:
         return False
     if spec.groups != 1 or spec.transposed or spec.batch is None or _one_strided_dim_unpadded(spec):
         return False
-    if spec.out_channels % OUT_CHANNEL_MULTIPLE:
+    if spec.out_channels % OUT_CHANNEL_MULTIPLE and spec.out_channels != 64:
         return False
     if not targets.half_precision_on_gpu(spec.dtype):
         return intensity(spec) >= F32_MIN_INTENSITY

@@ -10,6 +10,7 @@ import re
 import pytest
 import torch
 
+from benchmarks import weight_rows_tiles
 from iree_bwdconv import functional, geometry, gradients, pipeline, reference, runtime, targets, weight_rows
 
 from specs import spec_nd
@@ -32,7 +33,8 @@ def _spec(n, c, f, size, kernel=1, stride=1, padding=0, dtype=torch.float16, gro
     ((32, 256, 64, 56, 1, 1, 0, torch.float16, 4), False),  # grouped
     ((5, 208, 279, 40), False),                      # 279 output channels: IREE read past grad_output
     ((4, 32, 224, 56, 1, 2), False),                 # 224, seed 003's c32 layer's: the same
-    ((5, 208, 192, 40), True),                       # 192, a multiple of 64
+    ((5, 208, 192, 40), False),                      # 192: IREE tiles the channels by 64 or 128
+    ((5, 208, 256, 40), True),                       # 256, a multiple of 128
 ])
 def test_taken_for_1x1_kernels_on_gpus(spec_args, taken):
     configuration = _spec(*spec_args)
@@ -42,15 +44,38 @@ def test_taken_for_1x1_kernels_on_gpus(spec_args, taken):
         assert not weight_rows.applies(configuration)
 
 
-@pytest.mark.parametrize("out_channels", [64, 128, 192, 2048, 96, 160, 224, 279, 2016])
-def test_taken_only_for_a_multiple_of_64_output_channels(out_channels):
-    """The rows' contraction read grad_output's channels in tiles of 64,
-    past the end of grad_output (an illegal address on the H100) where the
-    output channels were not a multiple of 64 (160, 224, 279, 288, 2016 of
-    those run alone)."""
+@pytest.mark.parametrize("out_channels", [64, 128, 256, 2048, 96, 160, 192, 224, 279, 1344, 2016])
+def test_taken_only_for_a_multiple_of_128_output_channels_or_64(out_channels):
+    """The rows' contraction read grad_output's channels in whole tiles,
+    past the end of grad_output (an illegal address on the GPU) where the
+    output channels were not a multiple of the tile: 160, 224, 279, 288,
+    2016 of those run alone against a tile of 64, and 1344 against 128."""
     with targets.lowering_for("cuda"):
         taken = weight_rows.applies(_spec(8, 256, out_channels, 16))
-    assert taken == (out_channels % 64 == 0)
+    assert taken == (out_channels % 128 == 0 or out_channels == 64)
+
+
+@pytest.mark.parametrize("layer", [
+    weight_rows_tiles.Layer(8, 64, 64, (28, 28)),        # a tile of 64
+    weight_rows_tiles.Layer(8, 2048, 2048, (28, 28)),    # of 128, read in place
+    weight_rows_tiles.Layer(32, 1024, 2048, (50, 50), 2),  # of 128, padded
+])
+def test_irees_channel_tile_divides_the_channels_the_rows_take(layer):
+    """What the rule assumes of IREE's tiles, on layers where it takes the
+    rows: compiled to IREE's executable configurations (nothing runs)."""
+    configuration = weight_rows_tiles.spec_of(layer)
+    with targets.lowering_for("cuda"):
+        assert weight_rows.applies(configuration)
+    assert layer.f % weight_rows_tiles.channel_tile(configuration) == 0
+
+
+def test_the_tile_of_128_does_not_divide_1344_channels():
+    """Why 64 output channels a tile was not enough: the layer that hung on
+    the GPU with the rule at 64 (`gpu_check`'s 1x1_s1_k1344)."""
+    configuration = weight_rows_tiles.spec_of(weight_rows_tiles.Layer(8, 1024, 1344, (40, 44)))
+    assert weight_rows_tiles.rows_tile(configuration) == 128
+    with targets.lowering_for("cuda"):
+        assert not weight_rows.applies(configuration)
 
 
 def test_not_taken_for_transposed_convolutions():

@@ -1,0 +1,91 @@
+"""The tile IREE 3.13 gives the output channels of `weight_rows`' contraction
+on CUDA: where it does not divide them, the contraction reads past
+grad_output's last channel, and read in place that faulted on the GPU
+(docs/performance.md, "The weight rows' tiles"). Static: compiled here to
+IREE's executable configurations, nothing runs.
+
+    ./dev python -m benchmarks.weight_rows_tiles   # a table, one row a layer
+
+Every layer's rows are compiled, those the rule sends to im2col too (to
+show what the rule avoids); the last column is the rule's form.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator, NamedTuple
+
+import torch
+
+from iree_bwdconv import functional, pipeline, targets, weight_rows
+from iree_bwdconv.spec import ConvBackwardSpec
+
+
+class Layer(NamedTuple):
+    n: int
+    c: int
+    f: int
+    size: tuple[int, int]
+    stride: int = 1
+
+
+# In place (positions a multiple of 16) and padded, small and large, f a
+# multiple of 128, and f an odd multiple of 64 where the tile is 64 or 128.
+LAYERS = tuple(Layer(n, c, f, size, stride)
+               for f in (64, 192, 704, 1344, 1984, 2048)
+               for n, c, size, stride in ((8, 64, (28, 28), 1), (32, 512, (56, 56), 1), (8, 1024, (40, 44), 1),
+                                          (32, 1024, (28, 28), 1), (8, 2048, (28, 28), 1), (32, 1024, (50, 50), 2)))
+
+
+def spec_of(layer: Layer, dtype: torch.dtype = torch.float16) -> ConvBackwardSpec:
+    """grad_weight alone of an ungrouped 1x1 layer."""
+    out = [(size - 1) // layer.stride + 1 for size in layer.size]
+    dy = torch.empty(layer.n, layer.f, *out, dtype=dtype, device="meta")
+    x = torch.empty(layer.n, layer.c, *layer.size, dtype=dtype, device="meta")
+    w = torch.empty(layer.f, layer.c, 1, 1, dtype=dtype, device="meta")
+    stride = [layer.stride] * 2
+    return functional.spec_of(dy, x, w, None, stride, [0, 0], [1, 1], False, [0, 0], 1, [False, True, False])
+
+
+def channel_tile(spec: ConvBackwardSpec) -> int:
+    """IREE's workgroup tile along the output channels of the rows'
+    contraction (the second dim of its iteration space: [split, f, c, ...])."""
+    functional.clear_cache()
+    ir_text = pipeline.iree_compile_to(functional.lowered(spec, target="cuda"), "cuda", "executable-configurations")
+    for function in ir_text.split("func.func @")[1:]:
+        name = function.split("(", 1)[0]
+        if "_matmul_like_" in name:
+            sizes = [int(size) for size in re.search(r"_matmul_like_([0-9x]+)_", name).group(1).split("x")]
+            assert sizes[1] == spec.out_channels, name
+            tile = re.search(r"workgroup = \[([0-9, ]+)\]", function).group(1)
+            return int(tile.split(",")[1])
+    raise LookupError("no matmul_like dispatch: the rows' contraction was not emitted")
+
+
+def rows_tile(spec: ConvBackwardSpec) -> int:
+    """`channel_tile` of the rows' contraction, taken whatever the rule says."""
+    applies = weight_rows.applies
+    weight_rows.applies = lambda _spec: True
+    try:
+        return channel_tile(spec)
+    finally:
+        weight_rows.applies = applies
+
+
+def table_rows() -> Iterator[str]:
+    for layer in LAYERS:
+        spec = spec_of(layer)
+        with targets.lowering_for("cuda"):
+            taken = weight_rows.applies(spec)
+        tile = rows_tile(spec)
+        in_place = weight_rows.padded_positions(spec) == 0
+        yield (f"| n{layer.n} c{layer.c} k{layer.f} {layer.size[0]}x{layer.size[1]} s{layer.stride} "
+               f"| {'in place' if in_place else 'padded'} | {tile} | {'yes' if layer.f % tile == 0 else 'NO'} "
+               f"| {'rows' if taken else 'im2col'} |")
+
+
+if __name__ == "__main__":
+    print("| layer (f16) | grad_output | channel tile | tile divides k | the rule's form |")
+    print("|---|---|---|---|---|")
+    for row in table_rows():
+        print(row, flush=True)
