@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -27,21 +28,24 @@ import torch
 _DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 _BOUND = 2e-2
 TIMEOUT_S = int(os.environ.get("CHECK_TIMEOUT_S", "120"))
+# Inputs and results go through files: a folder of this process's own, so
+# that several checks can run side by side.
+_SCRATCH = tempfile.mkdtemp(prefix="check_on_gpu_")
 
 
 def _input_flag(tensor: torch.Tensor, name: str) -> str:
     """numpy has no bf16: a bf16 tensor goes in as its raw bits."""
     if tensor.dtype != torch.bfloat16:
-        np.save(f"/tmp/{name}.npy", tensor.numpy())
-        return f"--input=@/tmp/{name}.npy"
-    tensor.view(torch.int16).numpy().tofile(f"/tmp/{name}.bin")
-    return "--input=" + "x".join(map(str, tensor.shape)) + f"xbf16=@/tmp/{name}.bin"
+        np.save(f"{_SCRATCH}/{name}.npy", tensor.numpy())
+        return f"--input=@{_SCRATCH}/{name}.npy"
+    tensor.view(torch.int16).numpy().tofile(f"{_SCRATCH}/{name}.bin")
+    return "--input=" + "x".join(map(str, tensor.shape)) + f"xbf16=@{_SCRATCH}/{name}.bin"
 
 
 def _output(index: int, like: torch.Tensor) -> torch.Tensor:
     if like.dtype != torch.bfloat16:
-        return torch.from_numpy(np.load(f"/tmp/out{index}.npy"))
-    bits = np.fromfile(f"/tmp/out{index}.bin", dtype=np.int16)
+        return torch.from_numpy(np.load(f"{_SCRATCH}/out{index}.npy"))
+    bits = np.fromfile(f"{_SCRATCH}/out{index}.bin", dtype=np.int16)
     return torch.from_numpy(bits).view(torch.bfloat16).reshape(like.shape)
 
 
@@ -67,7 +71,7 @@ def check(folder: Path, case: dict, memcheck: bool) -> bool:
     command = [sys.executable, "-m", "iree._runtime.scripts.iree_run_module", "--device=cuda",
                f"--module={folder / (case['name'] + '.vmfb')}", "--function=main",
                *(_input_flag(tensor, name) for tensor, name in inputs),
-               *(f"--output=@/tmp/out{index}.{suffix}" for index in range(len(results)))]
+               *(f"--output=@{_SCRATCH}/out{index}.{suffix}" for index in range(len(results)))]
     if memcheck:
         command = ["/usr/local/cuda/bin/compute-sanitizer", "--tool", "memcheck", "--print-limit", "2"] + command
     try:
