@@ -16,6 +16,7 @@ from .errors import (
     InvalidArgumentError,
     LoweringError,
     PipelineError,
+    PlainFormsWarning,
     UnsupportedDtypeError,
 )
 
@@ -31,6 +32,7 @@ __all__ = [
     "InvalidArgumentError",
     "LoweringError",
     "PipelineError",
+    "PlainFormsWarning",
     "UnsupportedDtypeError",
     *_LAZY,
 ]

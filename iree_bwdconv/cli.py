@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import warnings
 from pathlib import Path
@@ -17,6 +18,8 @@ from . import lowering, pipeline, targets  # noqa: E402
 from .errors import BwdConvError, InvalidArgumentError  # noqa: E402
 
 SPLIT_MARKER = "// -----"
+_PLAIN_FORMS_HELP = ("lower in the plain forms on GPU targets (the direct grad_input, weight gradients in one sum), "
+                     "which compiled where the usual forms did not")
 
 
 def _read(path: str) -> str:
@@ -44,6 +47,11 @@ def _chunks(text: str, split: bool) -> list[str]:
     return chunks
 
 
+def _forms(args: argparse.Namespace) -> contextlib.AbstractContextManager:
+    """The plain forms where --plain-forms asks for them (`targets.plain_forms`)."""
+    return targets.lowering_plain_forms() if args.plain_forms else contextlib.nullcontext()
+
+
 def cmd_opt(args: argparse.Namespace) -> int:
     """Our patterns alone, on torch backend-contract IR (what lit tests drive)."""
     registry = {p.name: p for p in lowering.patterns.REGISTRY}
@@ -54,7 +62,7 @@ def cmd_opt(args: argparse.Namespace) -> int:
     outputs = []
     for chunk in _chunks(_read(args.input), args.split_input_file):
         module = lowering.parse_torch_mlir(chunk)
-        with targets.lowering_for(args.target):
+        with targets.lowering_for(args.target), _forms(args):
             mismatches = lowering.patterns.apply_patterns(module, selected)
         for reason in mismatches.reasons:
             print(f"note: {reason}", file=sys.stderr)
@@ -66,7 +74,8 @@ def cmd_opt(args: argparse.Namespace) -> int:
 def cmd_lower(args: argparse.Namespace) -> int:
     """Raw torch-dialect IR (as torch_mlir.fx imports it) -> backend IR."""
     module = lowering.parse_torch_mlir(_read(args.input))
-    _write(lowering.lower_torch(module, args.backend, args.target), args.output)
+    with _forms(args):
+        _write(lowering.lower_torch(module, args.backend, args.target), args.output)
     return 0
 
 
@@ -157,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the IREE target the forms are chosen for (default cpu)")
     opt.add_argument("--split-input-file", action="store_true",
                      help=f"treat '{SPLIT_MARKER}' lines as separators between modules")
+    opt.add_argument("--plain-forms", action="store_true", help=_PLAIN_FORMS_HELP)
     opt.set_defaults(run=cmd_opt)
 
     lower = sub.add_parser("lower", help="raw torch-dialect .mlir to linalg/tosa/stablehlo .mlir")
@@ -165,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     lower.add_argument("--backend", choices=lowering.BACKENDS, default="linalg")
     lower.add_argument("--target", choices=tuple(pipeline.TARGET_FLAGS), default="cpu",
                        help="the IREE target the linalg forms are chosen for (default cpu)")
+    lower.add_argument("--plain-forms", action="store_true", help=_PLAIN_FORMS_HELP)
     lower.set_defaults(run=cmd_lower)
 
     comp = sub.add_parser("compile", help="linalg .mlir to a .vmfb for a target")

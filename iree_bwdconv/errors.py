@@ -41,3 +41,10 @@ class PipelineError(BwdConvError):
             f"{stage} failed.\n{diagnostics.strip()}\n\n"
             f"The input IR was saved to {repro_path}\nReproduce with:\n  {command}"
         )
+
+
+class PlainFormsWarning(UserWarning):
+    """iree-compile failed on the forms the rules picked for a GPU target, and
+    the module was compiled in the plain forms instead (`compile_fallback`).
+    The message names the failing IR's file and the command that reproduces
+    the failure."""

@@ -12,7 +12,7 @@ import torch
 
 import iree_bwdconv.patterns.convolution_backward_phases as phases_pattern
 
-from . import pipeline
+from . import compile_fallback, pipeline, targets
 from .errors import InvalidArgumentError
 from .lowering import lower
 from .runtime import LoadedModule
@@ -91,12 +91,14 @@ _TORCH_DTYPES = {name: dtype for dtype, name in _DTYPE_NAMES.items()}
 
 
 def lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]] = None, target: str = "cpu") -> str:
-    """Linalg MLIR of the configuration for `target`, traced on zeros of its shapes."""
-    return _lowered(spec, bias_sizes, phases_pattern.forced_form(), target)
+    """Linalg MLIR of the configuration for `target`, traced on zeros of its
+    shapes (in the plain forms under `targets.lowering_plain_forms`)."""
+    return _lowered(spec, bias_sizes, phases_pattern.forced_form(), target, targets.plain_forms())
 
 
 @functools.lru_cache(maxsize=256)
-def _lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]], form: str, target: str) -> str:
+def _lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]], form: str, target: str,
+             plain: bool) -> str:
     dtype = _TORCH_DTYPES[spec.dtype]
     # torch.export specializes a size-1 dim, so a dynamic batch is traced at 2.
     batch = 2 if spec.dynamic_batch else None
@@ -119,6 +121,12 @@ def clear_cache() -> None:
         _cache.clear()
 
 
+def compiled_vmfb(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]], target: str) -> bytes:
+    """The configuration compiled for `target`, in the plain forms where
+    the usual ones fail to compile there (`compile_fallback`)."""
+    return compile_fallback.compile_lowering(lambda: lowered(spec, bias_sizes, target), target)
+
+
 def compiled_module(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]], target: str) -> LoadedModule:
     """The loaded module for `spec` on `target`, compiled on first use."""
     key = (spec, bias_sizes, target, phases_pattern.forced_form())
@@ -126,7 +134,7 @@ def compiled_module(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]
         cached = _cache.get(key)
     if cached is not None:
         return cached
-    loaded = LoadedModule(compile(lowered(spec, bias_sizes, target), target), target)
+    loaded = LoadedModule(compiled_vmfb(spec, bias_sizes, target), target)
     with _cache_lock:
         return _cache.setdefault(key, loaded)
 

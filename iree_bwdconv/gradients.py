@@ -291,8 +291,9 @@ HALF_STRIDED_MIN_IMAGES = 2
 def image_split(spec: ConvBackwardSpec) -> int:
     """Partial sums for the contraction, each over a run of whole images
     (the leading dim of both operands, so that splitting is a reshape): 1 on
-    the CPU (its few threads are busy without it) and for a dynamic batch."""
-    if targets.current() == "cpu" or spec.batch is None:
+    the CPU (its few threads are busy without it), for a dynamic batch and
+    in the plain forms."""
+    if targets.current() == "cpu" or spec.batch is None or targets.plain_forms():
         return 1
     min_images = -(-SPLIT_MIN_CHUNK // max(math.prod(_windows(spec)), 1))
     if targets.half_precision_on_gpu(spec.dtype) and any(s > 1 for s in spec.stride):
@@ -303,7 +304,7 @@ def image_split(spec: ConvBackwardSpec) -> int:
 def im2col_split(spec: ConvBackwardSpec) -> int:
     """Partial sums for the im2col matmul, over runs of its (image,
     position) rows; 1 where `image_split` is."""
-    if targets.current() == "cpu" or spec.batch is None:
+    if targets.current() == "cpu" or spec.batch is None or targets.plain_forms():
         return 1
     length = spec.batch * math.prod(_windows(spec))
     return geometry.reduction_split(length, math.prod(spec.weight_shape), SPLIT_TARGET_PARTIALS, SPLIT_MIN_CHUNK)

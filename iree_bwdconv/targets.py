@@ -10,10 +10,21 @@ from typing import Iterator, Sequence
 TARGETS = ("cpu", "gfx942", "cuda")
 DEFAULT = "cpu"
 _current: contextvars.ContextVar[str] = contextvars.ContextVar("iree_bwdconv_target", default=DEFAULT)
+_plain: contextvars.ContextVar[bool] = contextvars.ContextVar("iree_bwdconv_plain_forms", default=False)
 
 
 def current() -> str:
     return _current.get()
+
+
+def plain_forms() -> bool:
+    """Whether the lowering takes its plain forms on GPU targets: the direct
+    grad_input of kernels wider than 1x1, and weight gradients in one sum.
+    Only the second try of a compile that failed in the usual forms asks
+    for them (`compile_fallback`): IREE 3.13's GPU codegen has refused
+    some of the usual forms at sizes no rule foresaw (docs/performance.md,
+    "Compile failures on gfx942, and the plain forms")."""
+    return _plain.get()
 
 
 def half_precision_on_gpu(dtype: str) -> bool:
@@ -70,3 +81,12 @@ def lowering_for(target: str) -> Iterator[None]:
         yield
     finally:
         _current.reset(token)
+
+
+@contextlib.contextmanager
+def lowering_plain_forms() -> Iterator[None]:
+    token = _plain.set(True)
+    try:
+        yield
+    finally:
+        _plain.reset(token)

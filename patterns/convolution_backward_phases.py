@@ -396,6 +396,9 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     (`_one_matmul_applies`); larger ungrouped kernels take col2im, 1.4x-10x
     faster than per-phase on the four layers with more than 4 channels
     (i2v: 2.9 ms against 28.5).
+    In the plain forms (`targets.plain_forms`, the second try of a compile
+    that failed) kernels wider than 1x1 take the direct form, which
+    compiled where per-phase did not.
     The sub-pixel form ran 1.3x to 16x slower than per-phase on 6 of 7
     shapes, so it is never picked; it is refused where the phases are not
     aligned (d/gcd(d, s) > 1).
@@ -419,6 +422,8 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     if targets.current() != "cpu":
         if one_tap:
             return "per-phase"
+        if targets.plain_forms():
+            return "direct"
         if spec.groups > 1:
             return "per-phase"
         if targets.f32_on_gpu(spec.dtype):

@@ -82,3 +82,14 @@ def test_train_exits_nonzero_past_the_tolerance(tmp_path):
                "--cache-dir", str(tmp_path))
     assert proc.returncode == 1
     assert "DIVERGED: first-step gradients differ" in proc.stderr
+
+
+def test_lower_in_the_plain_forms(raw_torch_mlir, tmp_path):
+    """--plain-forms: the direct grad_input, grad_output scattered into
+    zeros by a strided insert (the usual forms for CUDA insert no zeros)."""
+    usual, plain = tmp_path / "usual.mlir", tmp_path / "plain.mlir"
+    assert cli("lower", str(raw_torch_mlir), "--target", "cuda", "-o", str(usual)).returncode == 0
+    proc = cli("lower", str(raw_torch_mlir), "--target", "cuda", "--plain-forms", "-o", str(plain))
+    assert proc.returncode == 0, proc.stderr
+    scatter = "[1, 1, 2, 2] : tensor<2x4x4x4xf32> into tensor<2x4x10x10xf32>"
+    assert scatter in plain.read_text() and scatter not in usual.read_text()

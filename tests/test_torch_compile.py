@@ -234,15 +234,12 @@ def test_cpu_inputs_cross_without_a_copy():
     assert torch.equal(module._result(module._function(view)), x * 2)
 
 
-@pytest.mark.parametrize("target, executable_format", [("gfx942", b"rocm-hsaco-fb"), ("cuda", b"cuda-nvptx-fb")])
-def test_training_graphs_compile_for_gpu_targets(target, executable_format):
-    """The demo model's forward and backward graphs compile for the GPU
-    targets (run there by device="hip" / "cuda"; this machine has neither)."""
+def _demo_training_graphs() -> list:
+    """The demo model's forward and backward graphs, as aot_autograd hands them to a backend."""
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch.aot_autograd import make_boxed_func
 
     from iree_bwdconv import lowering
-    from iree_bwdconv.graph_compiler import CompiledGraph, CompileStats
     from iree_bwdconv.models import DemoCNN, SyntheticImages
 
     graphs = []
@@ -257,6 +254,37 @@ def test_training_graphs_compile_for_gpu_targets(target, executable_format):
     assert len(graphs) == 2
     backward_ops = {str(n.target) for n in graphs[1].graph.nodes if n.op == "call_function"}
     assert "aten.convolution_backward.default" in backward_ops
-    for gm in graphs:
+    return graphs
+
+
+@pytest.mark.parametrize("target, executable_format", [("gfx942", b"rocm-hsaco-fb"), ("cuda", b"cuda-nvptx-fb")])
+def test_training_graphs_compile_for_gpu_targets(target, executable_format):
+    """The demo model's forward and backward graphs compile for the GPU
+    targets (run there by device="hip" / "cuda"; this machine has neither)."""
+    from iree_bwdconv.graph_compiler import CompiledGraph, CompileStats
+
+    for gm in _demo_training_graphs():
         compiled = CompiledGraph(gm, target, None, CompileStats())
         assert compiled.vmfb and executable_format in compiled.vmfb
+
+
+def test_a_graph_gfx942_refuses_is_lowered_again_in_the_plain_forms(monkeypatch):
+    """Where iree-compile fails on a graph's usual forms, the graph is
+    lowered again from its text in the plain forms, and compiled."""
+    from iree_bwdconv import pipeline
+    from iree_bwdconv.errors import PipelineError, PlainFormsWarning
+    from iree_bwdconv.graph_compiler import CompiledGraph, CompileStats
+
+    compile_for_real, inputs = pipeline.iree_compile, []
+
+    def fail_first(mlir: str, target: str) -> bytes:
+        inputs.append(mlir)
+        if len(inputs) == 1:
+            raise PipelineError("iree-compile for target gfx942", "error: refused", "/repro/usual.mlir", "iree-compile")
+        return compile_for_real(mlir, target)
+
+    monkeypatch.setattr(pipeline, "iree_compile", fail_first)
+    with pytest.warns(PlainFormsWarning, match="/repro/usual.mlir"):
+        compiled = CompiledGraph(_demo_training_graphs()[1], "gfx942", None, CompileStats())
+    assert len(inputs) == 2 and inputs[0] != inputs[1]
+    assert b"rocm-hsaco-fb" in compiled.vmfb

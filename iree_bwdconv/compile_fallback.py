@@ -1,0 +1,49 @@
+"""Compiling a lowering for a GPU target, with a second try in the plain forms.
+
+IREE 3.13's GPU code generation refuses some of the forms the rules pick
+at sizes no rule foresaw: on gfx942 a grouped 1-D phase convolution asked
+for more shared memory than the chip has at 64 positions and compiled at
+75, and a grouped weight gradient failed bufferization when split
+(docs/performance.md, "Compile failures on gfx942, and the plain
+forms"). Where the usual forms fail to compile, the same op is lowered
+again in the plain forms (`targets.plain_forms`: the direct grad_input,
+weight gradients in one sum) and compiled; a warning says so and where the
+failure's IR and command are. If the plain forms fail too, the first
+failure is raised: it is the one a fix of the rules starts from.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Callable
+
+from . import pipeline, targets
+from .errors import PipelineError, PlainFormsWarning
+
+
+def compile_lowering(lower: Callable[[], str], target: str) -> bytes:
+    """`lower()`'s IR compiled for `target`; on a GPU target whose compile
+    fails, `lower()` again under the plain forms, compiled."""
+    mlir = lower()
+    try:
+        return pipeline.iree_compile(mlir, target)
+    except PipelineError as error:
+        if target == "cpu":
+            raise
+        first = error
+    with targets.lowering_plain_forms():
+        plain = lower()
+    if plain == mlir:
+        raise first
+    try:
+        vmfb = pipeline.iree_compile(plain, target)
+    except PipelineError as second:
+        raise first from second
+    warnings.warn(
+        f"iree-compile for {target} failed on the lowering's usual forms and compiled in its plain forms, "
+        f"which may run slower. The failing IR was saved to {first.repro_path}\n"
+        f"Reproduce with:\n  {first.command}",
+        PlainFormsWarning,
+        stacklevel=2,
+    )
+    return vmfb

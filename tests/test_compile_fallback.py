@@ -1,0 +1,113 @@
+"""`compile_fallback`: a GPU compile that fails in the usual forms is tried
+again in the plain forms, with a warning; what the plain forms change."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+import torch
+
+import iree_bwdconv.patterns.convolution_backward_phases as phases_pattern
+from benchmarks import gpu_compile_sweep
+from e2e_tests.harness import EXECUTABLE_FORMATS
+from iree_bwdconv import compile_fallback, functional, gradients, pipeline, targets
+from iree_bwdconv.errors import PipelineError, PlainFormsWarning
+
+from specs import spec_nd
+
+
+def _grouped_3x3_s2(dtype=torch.float16):
+    return spec_nd(8, 64, 64, (28, 28), (3, 3), (2, 2), (1, 1), groups=4, dtype=dtype, mask=(True, True, False))
+
+
+@pytest.mark.parametrize("target", ["cuda", "gfx942"])
+def test_plain_forms_take_the_direct_grad_input_and_one_sum(target):
+    configuration = _grouped_3x3_s2()
+    one_by_one = spec_nd(8, 64, 64, (28, 28), (1, 1), (2, 2), (0, 0), groups=4)
+    with targets.lowering_for(target):
+        assert phases_pattern.choose_form(configuration) == "per-phase"
+        assert gradients.image_split(configuration) > 1
+        with targets.lowering_plain_forms():
+            assert phases_pattern.choose_form(configuration) == "direct"
+            assert gradients.image_split(configuration) == gradients.im2col_split(configuration) == 1
+            assert phases_pattern.choose_form(one_by_one) == "per-phase"  # IREE's f16 1x1 convolution was wrong
+    ungrouped = spec_nd(8, 64, 64, (28, 28), (3, 3), (2, 2), (1, 1))
+    with targets.lowering_for("cpu"), targets.lowering_plain_forms():
+        assert phases_pattern.choose_form(ungrouped) == "col2im"  # the CPU's rule, unchanged
+
+
+class _Compiler:
+    """pipeline.iree_compile that fails on the calls numbered in `failing`."""
+
+    def __init__(self, failing: set[int]) -> None:
+        self.failing, self.inputs = failing, []
+
+    def __call__(self, mlir: str, target: str) -> bytes:
+        self.inputs.append(mlir)
+        if len(self.inputs) in self.failing:
+            raise PipelineError(f"iree-compile for target {target}", "error: no", f"/repro/{len(self.inputs)}.mlir",
+                                f"iree-compile /repro/{len(self.inputs)}.mlir")
+        return mlir.encode()
+
+
+def _lower() -> str:
+    return "plain" if targets.plain_forms() else "usual"
+
+
+def test_a_failed_gpu_compile_is_tried_again_in_the_plain_forms(monkeypatch):
+    compiler = _Compiler({1})
+    monkeypatch.setattr(pipeline, "iree_compile", compiler)
+    with pytest.warns(PlainFormsWarning, match="/repro/1.mlir"):
+        assert compile_fallback.compile_lowering(_lower, "gfx942") == b"plain"
+    assert compiler.inputs == ["usual", "plain"]
+
+
+def test_no_second_try_where_the_first_compiles_or_the_target_is_the_cpu(monkeypatch):
+    compiler = _Compiler(set())
+    monkeypatch.setattr(pipeline, "iree_compile", compiler)
+    assert compile_fallback.compile_lowering(_lower, "cuda") == b"usual"
+    compiler = _Compiler({1})
+    monkeypatch.setattr(pipeline, "iree_compile", compiler)
+    with pytest.raises(PipelineError, match="/repro/1.mlir"):
+        compile_fallback.compile_lowering(_lower, "cpu")
+    assert compiler.inputs == ["usual"]
+
+
+def test_the_first_failure_is_raised_where_the_plain_forms_fail_or_are_the_same(monkeypatch):
+    compiler = _Compiler({1, 2})
+    monkeypatch.setattr(pipeline, "iree_compile", compiler)
+    with pytest.raises(PipelineError, match="/repro/1.mlir") as raised:
+        compile_fallback.compile_lowering(_lower, "cuda")
+    assert "/repro/2.mlir" in str(raised.value.__cause__)
+    compiler = _Compiler({1})
+    monkeypatch.setattr(pipeline, "iree_compile", compiler)
+    with pytest.raises(PipelineError, match="/repro/1.mlir"):
+        compile_fallback.compile_lowering(lambda: "usual", "cuda")
+    assert compiler.inputs == ["usual"]
+
+
+# The three layers of a compile sweep that gfx942 did not compile in the
+# usual forms (benchmarks/results/gpu_compile_sweep_seed5_2026-11-26.jsonl):
+# two grouped 1-D phase convolutions past the shared memory, and a grouped
+# 3-D weight gradient whose split failed bufferization.
+_GFX942_FAILURES = [
+    dict(n=4, c=32, k=16, sizes=[128], out=[65], kernel=[3], stride=[2], padding=[3], dilation=[2], groups=4),
+    dict(n=4, c=16, k=64, sizes=[168], out=[85], kernel=[5], stride=[2], padding=[3], dilation=[1], groups=2),
+    dict(n=8, c=64, k=16, sizes=[9, 13, 8], out=[8, 5, 4], kernel=[2, 2, 1], stride=[1, 3, 2], padding=[0, 2, 0],
+         dilation=[1, 2, 1], groups=2),
+]
+
+
+@pytest.mark.parametrize("layer", _GFX942_FAILURES, ids=["1d_k3_s2_d2_g4", "1d_k5_s2_g2", "3d_g2"])
+def test_layers_gfx942_refused_compile_in_the_plain_forms(layer):
+    layer = dict(layer, transposed=False, output_padding=[0] * len(layer["sizes"]), dtype="f16")
+    configuration = gpu_compile_sweep.spec_of(layer, [True, True, True])
+    functional.clear_cache()
+    with pytest.raises(PipelineError, match="shared memory|not equivalent"):
+        pipeline.iree_compile(functional.lowered(configuration, (layer["k"],), "gfx942"), "gfx942")
+    with pytest.warns(PlainFormsWarning):
+        vmfb = functional.compiled_vmfb(configuration, (layer["k"],), "gfx942")
+    embedded = zipfile.ZipFile(io.BytesIO(vmfb)).namelist()
+    assert "module.fb" in embedded and any(EXECUTABLE_FORMATS["gfx942"] in name for name in embedded), embedded
