@@ -4,7 +4,8 @@ dilation, groups, transposed, f32/f16/bf16), all three gradients with a
 bias, lowered and compiled for CUDA and gfx942: what fails to compile at
 sizes where IREE picks its MMA code, which the CI sweep's small cases
 never reach. One JSON line per (layer, target), with the first error
-lines of a failure.
+lines of a failure and whether the plain forms, which the functional API
+and the backend fall back to, compiled.
 
     ./dev python -m benchmarks.gpu_compile_sweep SEED SECONDS OUT.jsonl
 """
@@ -19,7 +20,7 @@ from typing import Optional, Sequence
 
 import torch
 
-from iree_bwdconv import functional, geometry, pipeline
+from iree_bwdconv import functional, geometry, pipeline, targets
 from iree_bwdconv.errors import InvalidArgumentError, PipelineError
 from iree_bwdconv.spec import ConvBackwardSpec
 
@@ -73,14 +74,26 @@ def spec_of(layer: dict, mask: Sequence[bool]) -> ConvBackwardSpec:
     return functional.spec_of(*tensors, *arguments(layer, mask))
 
 
-def compile_for(layer: dict, target: str) -> str:
-    spec = spec_of(layer, [True, True, True])
+def _first_errors(layer: dict, target: str) -> Optional[str]:
+    """The first error lines of the layer's compile for `target`, or None."""
     functional.clear_cache()
     try:
-        pipeline.iree_compile(functional.lowered(spec, (layer["k"],), target=target), target)
+        pipeline.iree_compile(functional.lowered(spec_of(layer, [True, True, True]), (layer["k"],), target=target),
+                              target)
     except PipelineError as err:
-        return "FAIL " + " | ".join(line for line in err.diagnostics.splitlines() if "error" in line.lower())[:300]
-    return "ok"
+        return " | ".join(line for line in err.diagnostics.splitlines() if "error" in line.lower())[:300]
+    return None
+
+
+def compile_for(layer: dict, target: str) -> str:
+    """"ok", or the first errors of the usual forms and whether the plain
+    forms (the fallback's) compiled."""
+    errors = _first_errors(layer, target)
+    if errors is None:
+        return "ok"
+    with targets.lowering_plain_forms():
+        plain = _first_errors(layer, target)
+    return f"FAIL {errors} || plain forms: {'ok' if plain is None else 'FAIL ' + plain}"
 
 
 def main(seed: int, seconds: float, out_path: str) -> None:

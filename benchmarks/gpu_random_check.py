@@ -14,13 +14,17 @@ Three families, of which a run alternates those it names ("kernel" and
 - "layer": `gpu_compile_sweep.draw`'s realistic layers (1-D to 3-D,
   kernels 1-5, dilation, groups, transposed, f32/f16/bf16).
 Each asks for a random subset of the three gradients, grad_input always.
+With the word `plain` among the families, every layer is lowered in the
+plain forms (`targets.plain_forms`), which a compile that fails in the
+usual ones falls back to.
 
-    ./dev python -m benchmarks.gpu_random_check prepare .bench-random SEED COUNT [FAMILY ...]
+    ./dev python -m benchmarks.gpu_random_check prepare .bench-random SEED COUNT [FAMILY ...] [plain]
     python3 benchmarks/check_on_gpu.py .bench-random [memcheck]   # there
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import random
@@ -29,7 +33,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Optional, Sequence
 
-from iree_bwdconv import functional, geometry, pipeline
+from iree_bwdconv import functional, geometry, pipeline, targets
 from iree_bwdconv.errors import InvalidArgumentError, PipelineError
 
 from .gpu_compile_sweep import arguments, draw as draw_layer, spec_of, tensor_shapes
@@ -99,15 +103,17 @@ def case(layer: dict) -> dict:
                 results=results, layer=layer)
 
 
-def _compile(folder: Path, described: dict) -> Optional[str]:
-    """Compiles a case into folder; None if the lowering refuses it or
-    IREE fails on it (either is printed), else its name."""
+def _compile(folder: Path, described: dict, plain: bool) -> Optional[str]:
+    """Compiles a case into folder (in the plain forms if `plain`); None if
+    the lowering refuses it or IREE fails on it (either is printed), else
+    its name."""
     try:
         spec = spec_of(described["layer"], described["layer"]["mask"])
     except InvalidArgumentError as err:
         print(described["name"], "refused:", err, flush=True)
         return None
-    mlir = functional.lowered(spec, (described["shapes"]["dy"][1],), target="cuda")
+    with targets.lowering_plain_forms() if plain else contextlib.nullcontext():
+        mlir = functional.lowered(spec, (described["shapes"]["dy"][1],), target="cuda")
     try:
         (folder / f"{described['name']}.vmfb").write_bytes(pipeline.iree_compile(mlir, "cuda"))
     except PipelineError as err:
@@ -117,11 +123,12 @@ def _compile(folder: Path, described: dict) -> Optional[str]:
     return described["name"]
 
 
-def prepare(folder: Path, seed: int, count: int, families: Sequence[str] = ("kernel", "layer")) -> None:
+def prepare(folder: Path, seed: int, count: int, families: Sequence[str] = ("kernel", "layer"),
+            plain: bool = False) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     described = [case(layer) for layer in draws(seed, count, families)]
     with ProcessPoolExecutor(_WORKERS) as pool:
-        compiled = set(pool.map(_compile, [folder] * len(described), described))
+        compiled = set(pool.map(_compile, [folder] * len(described), described, [plain] * len(described)))
     kept = [d for d in described if d["name"] in compiled]
     (folder / "cases.json").write_text(json.dumps(kept, indent=1))
     print(f"{len(kept)} of {len(described)} layers compiled into {folder}")
@@ -130,4 +137,5 @@ def prepare(folder: Path, seed: int, count: int, families: Sequence[str] = ("ker
 if __name__ == "__main__":
     if sys.argv[1] != "prepare":
         raise SystemExit(__doc__)
-    prepare(Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:] or ("kernel", "layer"))
+    families = [word for word in sys.argv[5:] if word != "plain"]
+    prepare(Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), families or ("kernel", "layer"), "plain" in sys.argv[5:])
