@@ -54,9 +54,9 @@ F32_MIN_INTENSITY = 128
 # returned; with one image of slack after grad_output, or its channels
 # padded to 64, it ran. im2col ran on all of them (docs/performance.md,
 # "Random layers on the H100"). The tile is 64 on smaller layers and 128
-# on larger ones (1344 output channels at n32 c1024 25x25: "The weight
-# rows' tiles"), so the rows take a multiple of 128 channels, or exactly
-# 64, which IREE cannot tile by more.
+# on larger ones: 1344 output channels at n8 c1024 40x44, tiled by 128,
+# never returned either ("The weight rows' tiles"). So the rows take a
+# multiple of 128 channels, or exactly 64, which IREE cannot tile by more.
 OUT_CHANNEL_MULTIPLE = 128
 
 
