@@ -84,6 +84,7 @@ LAYERS_UNSEEN = (
     ("1x1_s1_c384_k768_13_n6_bf16", 6, 384, 768, 13, 1, 1, 0, "bf16"),
     ("3x3_s2_c16_k32_56_n8", 8, 16, 32, 56, 3, 2, 1),    # few partial outputs
     ("3x3_s2_c3_k32_224_n2", 2, 3, 32, 224, 3, 2, 1),
+    ("1x1_s2_c1024_k1344_50_n8", 8, 1024, 1344, 50, 1, 2, 0),  # 1344 channels copied as 1408 (`weight_rows`)
 )
 # Grouped layers (dtype, groups last): seed 003's g32 layer (8 channels per
 # group), and smaller ones with 16.

@@ -49,7 +49,9 @@ def spec_of(layer: Layer, dtype: torch.dtype = torch.float16) -> ConvBackwardSpe
 
 def channel_tile(spec: ConvBackwardSpec) -> int:
     """IREE's workgroup tile along the output channels of the rows'
-    contraction (the second dim of its iteration space: [split, f, c, ...])."""
+    contraction (the second dim of its iteration space: [split, f, c, ...]).
+    Where grad_output's copy has `weight_rows.padded_channels`, IREE slices
+    the contraction back to the real channels and reads them from the copy."""
     functional.clear_cache()
     ir_text = pipeline.iree_compile_to(functional.lowered(spec, target="cuda"), "cuda", "executable-configurations")
     for function in ir_text.split("func.func @")[1:]:
@@ -77,15 +79,15 @@ def table_rows() -> Iterator[str]:
         spec = spec_of(layer)
         with targets.lowering_for("cuda"):
             taken = weight_rows.applies(spec)
-        tile = rows_tile(spec)
+        tile, channels = rows_tile(spec), layer.f + weight_rows.padded_channels(spec)
         in_place = weight_rows.padded_positions(spec) == 0
         yield (f"| n{layer.n} c{layer.c} k{layer.f} {layer.size[0]}x{layer.size[1]} s{layer.stride} "
-               f"| {'in place' if in_place else 'padded'} | {tile} | {'yes' if layer.f % tile == 0 else 'NO'} "
-               f"| {'rows' if taken else 'im2col'} |")
+               f"| {'in place' if in_place else f'copied, {channels} channels'} | {tile} "
+               f"| {'yes' if channels % tile == 0 else 'NO'} | {'rows' if taken else 'im2col'} |")
 
 
 if __name__ == "__main__":
-    print("| layer (f16) | grad_output | channel tile | tile divides k | the rule's form |")
+    print("| layer (f16) | grad_output | channel tile | tile divides its channels | the rule's form |")
     print("|---|---|---|---|---|")
     for row in table_rows():
         print(row, flush=True)

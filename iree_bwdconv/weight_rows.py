@@ -55,14 +55,25 @@ F32_MIN_INTENSITY = 128
 # padded to 64, it ran. im2col ran on all of them (docs/performance.md,
 # "Random layers on the H100"). The tile is 64 on smaller layers and 128
 # on larger ones: 1344 output channels at n8 c1024 40x44, tiled by 128,
-# never returned either ("The weight rows' tiles"). So the rows take a
-# multiple of 128 channels, or exactly 64, which IREE cannot tile by more.
+# never returned either ("The weight rows' tiles"). So grad_output read in
+# place takes a multiple of 128 channels, or exactly 64, which IREE cannot
+# tile by more. Where its positions are padded it is copied anyway, and
+# the copy gains zero channels up to a multiple of 128 (`padded_channels`)
+# where that adds at most MAX_CHANNEL_PADDING of them.
 OUT_CHANNEL_MULTIPLE = 128
+MAX_CHANNEL_PADDING = 1 / 8
 
 
 def padded_positions(spec: ConvBackwardSpec) -> int:
     """Zero positions appended to each image's to reach POSITION_MULTIPLE."""
     return -math.prod(spec.output_spatial) % POSITION_MULTIPLE
+
+
+def padded_channels(spec: ConvBackwardSpec) -> int:
+    """Zero output channels appended to grad_output's copy, up to a multiple
+    of OUT_CHANNEL_MULTIPLE; none where grad_output is read in place (no
+    positions padded)."""
+    return -spec.out_channels % OUT_CHANNEL_MULTIPLE if padded_positions(spec) else 0
 
 
 def intensity(spec: ConvBackwardSpec) -> float:
@@ -73,15 +84,19 @@ def intensity(spec: ConvBackwardSpec) -> float:
 
 def applies(spec: ConvBackwardSpec) -> bool:
     """A GPU target, an ungrouped, untransposed 1x1 kernel with a static
-    batch and a multiple of OUT_CHANNEL_MULTIPLE output channels (or 64), unless
-    `_one_strided_dim_unpadded`; in f32 with at least F32_MIN_INTENSITY, in
-    f16/bf16 where the positions need padding with at least
-    MIN_PADDED_INTENSITY."""
+    batch and a multiple of OUT_CHANNEL_MULTIPLE output channels (or 64)
+    where grad_output is read in place, at most MAX_CHANNEL_PADDING more
+    where it is copied, unless `_one_strided_dim_unpadded`; in f32 with at
+    least F32_MIN_INTENSITY, in f16/bf16 where the positions need padding
+    with at least MIN_PADDED_INTENSITY."""
     if targets.current() == "cpu" or any(k != 1 for k in spec.kernel):
         return False
     if spec.groups != 1 or spec.transposed or spec.batch is None or _one_strided_dim_unpadded(spec):
         return False
-    if spec.out_channels % OUT_CHANNEL_MULTIPLE and spec.out_channels != 64:
+    in_place = not padded_positions(spec)
+    if in_place and spec.out_channels % OUT_CHANNEL_MULTIPLE and spec.out_channels != 64:
+        return False
+    if padded_channels(spec) > spec.out_channels * MAX_CHANNEL_PADDING:
         return False
     if not targets.half_precision_on_gpu(spec.dtype):
         return intensity(spec) >= F32_MIN_INTENSITY
@@ -113,13 +128,15 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value,
     rows = forms.im2col(x, spec.output_spatial, spec.kernel, spec.stride, spec.dilation)  # [1, n, o.., c, k..]
     rows = forms.collapse_range(lb.collapse_dims(forms.collapse_range(rows, 2 + r, 3 + 2 * r), 0), 1, 1 + r)
     dy = forms.collapse_range(grad_output, 2, 2 + r)  # [n, f, p]
-    extra = padded_positions(spec)
-    dy, rows = lb.pad(dy, [0] * 3, [0, 0, extra]), lb.pad(rows, [0] * 3, [0, extra, 0])
+    extra, extra_channels = padded_positions(spec), padded_channels(spec)
+    dy, rows = lb.pad(dy, [0] * 3, [0, extra_channels, extra]), lb.pad(rows, [0] * 3, [0, extra, 0])
     images = spec.batch // split
     dy, rows = lb.expand_dim(dy, 0, (split, images)), lb.expand_dim(rows, 0, (split, images))
     s, f, col, n, p = lb.dims(5)
     maps = [lb.affine_map(5, [s, n, f, p]), lb.affine_map(5, [s, n, p, col]), lb.affine_map(5, [s, f, col])]
-    out_sizes = [spec.out_channels, spec.in_channels * math.prod(spec.kernel)]
+    columns = spec.in_channels * math.prod(spec.kernel)
+    out_sizes = [spec.out_channels + extra_channels, columns]
     init = lb.zeros([split, *out_sizes], lb.element_type("f32"))
     parts = lb.contraction(dy, rows, init, maps, [PARALLEL] * 3 + [REDUCTION] * 2)
-    return forms.expand_trailing(forms.sum_partials(parts, out_sizes), [spec.in_channels, *spec.kernel])
+    summed = lb.extract(forms.sum_partials(parts, out_sizes), [0, 0], [spec.out_channels, columns])
+    return forms.expand_trailing(summed, [spec.in_channels, *spec.kernel])

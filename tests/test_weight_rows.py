@@ -55,6 +55,43 @@ def test_taken_only_for_a_multiple_of_128_output_channels_or_64(out_channels):
     assert taken == (out_channels % 128 == 0 or out_channels == 64)
 
 
+@pytest.mark.parametrize("n, c, f, sizes, stride, taken", [
+    (12, 896, 2016, (59, 91), 2, True),   # seed 003's c896: copied to 2048 channels, 1.6% more
+    (8, 1024, 1344, (50, 50), 2, True),   # 1408, 4.8% more
+    (5, 1024, 279, (41, 45), 1, False),   # 384 would be 38% more
+    (8, 1024, 1344, (40, 44), 1, False),  # read in place (1760 positions): no copy to pad
+])
+def test_a_copied_grad_output_takes_channels_up_to_a_multiple_of_128(n, c, f, sizes, stride, taken):
+    """Where its positions are padded, grad_output is copied, and the copy
+    gains zero channels up to a multiple of 128, which IREE's tiles divide,
+    where that adds at most an eighth of them."""
+    configuration = spec_nd(n, c, f, sizes, (1, 1), (stride, stride), (0, 0), mask=(False, True, False))
+    with targets.lowering_for("cuda"):
+        assert weight_rows.applies(configuration) == taken
+        assert weight_rows.padded_channels(configuration) == (-f % 128 if weight_rows.padded_positions(configuration)
+                                                              else 0)
+
+
+def test_padded_channels_are_dropped_from_the_result(monkeypatch):
+    """1000 output channels copied as 1024 (25 positions padded to 32): right
+    on the CPU, lowered for CUDA."""
+    monkeypatch.setattr(gradients, "SPLIT_TARGET_PARTIALS", 1 << 30)  # split the images, small as they are
+    generator = torch.Generator().manual_seed(0)
+    dy, x = torch.randn(2, 1000, 5, 5, generator=generator).half(), torch.randn(2, 1024, 5, 5, generator=generator).half()
+    w = torch.randn(1000, 1024, 1, 1, generator=generator).half()
+    arguments = (None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [False, True, False])
+    configuration = functional.spec_of(dy, x, w, *arguments)
+    with targets.lowering_for("cuda"):
+        assert weight_rows.applies(configuration) and weight_rows.padded_channels(configuration) == 24
+    functional.clear_cache()
+    mlir = functional.lowered(configuration, target="cuda")
+    functional.clear_cache()
+    assert "x1024x32xf16>" in mlir
+    grad_weight = runtime.run(pipeline.iree_compile(mlir, "cpu"), [dy, x, w])[0]
+    (comparison,) = reference.compare([None, grad_weight, None], dy, x, w, arguments)
+    assert comparison.ok, comparison
+
+
 @pytest.mark.parametrize("layer", [
     weight_rows_tiles.Layer(8, 64, 64, (28, 28)),        # a tile of 64
     weight_rows_tiles.Layer(8, 2048, 2048, (28, 28)),    # of 128, read in place
