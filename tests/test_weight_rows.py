@@ -106,6 +106,21 @@ def test_irees_channel_tile_divides_the_channels_the_rows_take(layer):
     assert layer.f % weight_rows_tiles.channel_tile(configuration) == 0
 
 
+def test_a_copy_with_padded_channels_is_read_whole_by_the_contraction():
+    """IREE slices the rows' contraction back to the real channels (2016)
+    and reads them from the copy of 2048, so that its tiles of 64 or 128
+    end inside that binding, not past a copy of 2016."""
+    configuration = weight_rows_tiles.spec_of(weight_rows_tiles.Layer(4, 896, 2016, (59, 91), 2))
+    with targets.lowering_for("cuda"):
+        assert weight_rows.applies(configuration) and weight_rows.padded_channels(configuration) == 32
+    functional.clear_cache()
+    sources = pipeline.iree_compile_to(functional.lowered(configuration, target="cuda"), "cuda", "executable-sources")
+    contraction = next(f for f in sources.split("func.func @")[1:] if "_matmul_like_" in f.split("(", 1)[0])
+    loads = re.findall(r"dispatch\.tensor<readonly:tensor<([0-9x]+)xf16>> -> tensor<([0-9x]+)xf16>", contraction)
+    assert any(binding.split("x")[-2] == "2048" and read.split("x")[-2] == "2016" for binding, read in loads), loads
+    assert weight_rows_tiles.channel_tile(configuration) in (64, 128)
+
+
 def test_the_tile_of_128_does_not_divide_1344_channels():
     """Why 64 output channels a tile was not enough: the layer that hung on
     the GPU with the rule at 64 (`gpu_check`'s 1x1_s1_k1344)."""
