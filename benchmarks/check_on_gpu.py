@@ -15,8 +15,10 @@ last the cases with an error above 2e-2: those `gpu_check.KNOWN_WRONG`
 lists apart, the others after "FAILED".
 """
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,6 +33,7 @@ TIMEOUT_S = int(os.environ.get("CHECK_TIMEOUT_S", "120"))
 # Inputs and results go through files: a folder of this process's own, so
 # that several checks can run side by side.
 _SCRATCH = tempfile.mkdtemp(prefix="check_on_gpu_")
+atexit.register(shutil.rmtree, _SCRATCH, True)
 
 
 def _input_flag(tensor: torch.Tensor, name: str) -> str:

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import re
 from typing import Iterator, NamedTuple
+from unittest import mock
 
-import torch
-
-from iree_bwdconv import functional, pipeline, targets, weight_rows
+from iree_bwdconv import functional, geometry, pipeline, targets, weight_rows
 from iree_bwdconv.spec import ConvBackwardSpec
+
+from . import gpu_compile_sweep
 
 
 class Layer(NamedTuple):
@@ -37,14 +38,15 @@ LAYERS = tuple(Layer(n, c, f, size, stride)
                                           (32, 1024, (28, 28), 1), (8, 2048, (28, 28), 1), (32, 1024, (50, 50), 2)))
 
 
-def spec_of(layer: Layer, dtype: torch.dtype = torch.float16) -> ConvBackwardSpec:
-    """grad_weight alone of an ungrouped 1x1 layer."""
-    out = [(size - 1) // layer.stride + 1 for size in layer.size]
-    dy = torch.empty(layer.n, layer.f, *out, dtype=dtype, device="meta")
-    x = torch.empty(layer.n, layer.c, *layer.size, dtype=dtype, device="meta")
-    w = torch.empty(layer.f, layer.c, 1, 1, dtype=dtype, device="meta")
-    stride = [layer.stride] * 2
-    return functional.spec_of(dy, x, w, None, stride, [0, 0], [1, 1], False, [0, 0], 1, [False, True, False])
+def spec_of(layer: Layer, dtype: str = "f16") -> ConvBackwardSpec:
+    """grad_weight alone of an ungrouped 1x1 layer (as `gpu_compile_sweep` describes a layer)."""
+    rank = len(layer.size)
+    kernel, stride, zeros = [1] * rank, [layer.stride] * rank, [0] * rank
+    out = geometry.conv_output_size_nd(layer.size, kernel, stride, zeros, [1] * rank)
+    described = dict(n=layer.n, c=layer.c, k=layer.f, sizes=list(layer.size), out=list(out), kernel=kernel,
+                     stride=stride, padding=zeros, dilation=[1] * rank, groups=1, transposed=False,
+                     output_padding=zeros, dtype=dtype)
+    return gpu_compile_sweep.spec_of(described, [False, True, False])
 
 
 def channel_tile(spec: ConvBackwardSpec) -> int:
@@ -66,12 +68,8 @@ def channel_tile(spec: ConvBackwardSpec) -> int:
 
 def rows_tile(spec: ConvBackwardSpec) -> int:
     """`channel_tile` of the rows' contraction, taken whatever the rule says."""
-    applies = weight_rows.applies
-    weight_rows.applies = lambda _spec: True
-    try:
+    with mock.patch.object(weight_rows, "applies", lambda _spec: True):
         return channel_tile(spec)
-    finally:
-        weight_rows.applies = applies
 
 
 def table_rows() -> Iterator[str]:
