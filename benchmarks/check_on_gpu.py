@@ -61,6 +61,14 @@ def _reference(case: dict, dy: torch.Tensor, x: torch.Tensor, w: torch.Tensor) -
     return dict(zip(("grad_input", "grad_weight", "grad_bias"), grads))
 
 
+# The lines of a memcheck report that say what was read or written, where.
+_BAD_ACCESS = ("Invalid", "    at ", "nearest allocation")
+
+
+def _memcheck_notes(output: str, markers: tuple[str, ...]) -> list[str]:
+    return [line.strip("= ") for line in output.splitlines() if any(m in line for m in markers)]
+
+
 def check(folder: Path, case: dict, memcheck: bool) -> bool:
     """Runs one case and prints its errors; whether they are within _BOUND."""
     generator = torch.Generator().manual_seed(0)
@@ -79,11 +87,14 @@ def check(folder: Path, case: dict, memcheck: bool) -> bool:
         command = ["/usr/local/cuda/bin/compute-sanitizer", "--tool", "memcheck", "--print-limit", "2"] + command
     try:
         proc = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        print(case["name"], case["form"], f"timeout ({TIMEOUT_S} s)", flush=True)
+    except subprocess.TimeoutExpired as timeout:
+        # memcheck's first report of a bad access comes before the hang
+        # it often leaves; print what it said.
+        said = "".join(out.decode(errors="replace") if isinstance(out, bytes) else out or ""
+                       for out in (timeout.stdout, timeout.stderr))
+        print(case["name"], case["form"], f"timeout ({TIMEOUT_S} s)", _memcheck_notes(said, _BAD_ACCESS), flush=True)
         return False
-    notes = [line.strip("= ") for line in (proc.stdout + proc.stderr).splitlines()
-             if "ERROR SUMMARY" in line or "Invalid" in line]
+    notes = _memcheck_notes(proc.stdout + proc.stderr, ("ERROR SUMMARY", "Invalid"))
     if proc.returncode:
         print(case["name"], case["form"], "exit", proc.returncode, notes[:3], proc.stderr[-300:], flush=True)
         return False
