@@ -51,4 +51,3 @@ def test_the_recorded_run_reaches_every_form_tile_and_load_width_of_the_kernel()
     assert {alignment for _, _, alignment in taken} == set(catalog.ROW_ALIGNMENTS)
     for form in ("", catalog.PAIRS):  # the forms every tile has
         assert {tile for f, tile, _ in taken if f == form} == {tile[0] for tile in catalog.TILES}, form
-
