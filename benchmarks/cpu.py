@@ -71,30 +71,46 @@ def runtime_ms(vmfb: Path, shape: Shape) -> float:
 
 
 def _benchmark_module(vmfb: Path, shape: Shape, flags: list[str]) -> float:
-    inputs = ["x".join(map(str, t.shape)) + "xf32" for t in modules.example_tensors(shape)]
-    proc = subprocess.run(
-        [_tool("iree-benchmark-module"), "--device=local-task", f"--module={vmfb}", "--function=main",
-         *(f"--input={i}" for i in inputs), *flags, "--benchmark_format=json"],
-        capture_output=True, text=True, check=True)
-    runs = json.loads(proc.stdout)["benchmarks"]
+    runs = benchmark_runs(vmfb, shape, flags)
     return [b for b in runs if b.get("aggregate_name") == "median"][0]["real_time"]
 
 
-def eager_ms(shape: Shape, mask) -> float:
+def benchmark_runs(vmfb: Path, shape: Shape, flags: list[str], device: str = "local-task") -> list[dict]:
+    """`iree-benchmark-module`'s JSON records of the module on zero inputs:
+    one per timed repetition, then the aggregates."""
+    inputs = ["x".join(map(str, t.shape)) + "xf32" for t in modules.example_tensors(shape)]
+    proc = subprocess.run(
+        [_tool("iree-benchmark-module"), f"--device={device}", f"--module={vmfb}", "--function=main",
+         *(f"--input={i}" for i in inputs), *flags, "--benchmark_format=json"],
+        capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout)["benchmarks"]
+
+
+def eager_call(shape: Shape, mask) -> Callable[[], object]:
+    """One eager call of the shape's gradients on random inputs."""
     dy, x, w = (torch.randn(t.shape) for t in modules.example_tensors(shape))
     args = modules.arguments(shape, mask)
-    return _median_ms(lambda: torch.ops.aten.convolution_backward(dy, x, w, *args))
+    return lambda: torch.ops.aten.convolution_backward(dy, x, w, *args)
+
+
+def eager_ms(shape: Shape, mask) -> float:
+    return _median_ms(eager_call(shape, mask))
+
+
+def call_times_ms(call: Callable[[], object], calls: int) -> list[float]:
+    """ms of each of `calls` single calls, after one untimed call."""
+    call()
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - start) * 1e3)
+    return times
 
 
 def _median_ms(call: Callable[[], object]) -> float:
     """Median ms of CALLS single calls, after one untimed call."""
-    call()
-    times = []
-    for _ in range(CALLS):
-        start = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+    return statistics.median(call_times_ms(call, CALLS))
 
 
 def main() -> int:
