@@ -89,9 +89,8 @@ def check(folder: Path, case: dict, memcheck: bool) -> bool:
         proc = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired as timeout:
         # memcheck's first report of a bad access comes before the hang
-        # it often leaves; print what it said.
-        said = "".join(out.decode(errors="replace") if isinstance(out, bytes) else out or ""
-                       for out in (timeout.stdout, timeout.stderr))
+        # it often leaves; print what it said (bytes here, text=True or not).
+        said = b"".join(out or b"" for out in (timeout.stdout, timeout.stderr)).decode(errors="replace")
         print(case["name"], case["form"], f"timeout ({TIMEOUT_S} s)", _memcheck_notes(said, _BAD_ACCESS), flush=True)
         return False
     notes = _memcheck_notes(proc.stdout + proc.stderr, ("ERROR SUMMARY", "Invalid"))
