@@ -1,7 +1,8 @@
 """Which dispatches IREE 3.13 pads to its MMA tiles on CUDA, for the layers
-of a random draw (`gpu_random_check.draws`). Such dispatches read past
-the end of an operand that does not fill their last tile, and memcheck
-flags the read where that operand ends its allocation (docs/performance.md,
+of a random draw (`gpu_random_check.draws`). Where a row or column dim's
+last tile is partial, the threads of its missing rows read the row just
+past the operand (`overread_repro.py`), and memcheck flags the read where
+that operand ends its allocation (docs/performance.md,
 "Reads past an operand's end"). Static: compiled here to IREE's executable
 configurations, nothing runs.
 
