@@ -12,7 +12,7 @@ import torch
 
 import iree_bwdconv.patterns.convolution_backward_phases as phases_pattern
 
-from . import compile_fallback, pipeline, targets
+from . import compile_fallback, operand_room, pipeline, targets
 from .errors import InvalidArgumentError
 from .lowering import lower
 from .runtime import LoadedModule
@@ -93,12 +93,13 @@ _TORCH_DTYPES = {name: dtype for dtype, name in _DTYPE_NAMES.items()}
 def lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]] = None, target: str = "cpu") -> str:
     """Linalg MLIR of the configuration for `target`, traced on zeros of its
     shapes (in the plain forms under `targets.lowering_plain_forms`)."""
-    return _lowered(spec, bias_sizes, phases_pattern.forced_form(), target, targets.plain_forms())
+    return _lowered(spec, bias_sizes, phases_pattern.forced_form(), target, targets.plain_forms(),
+                    operand_room.setting())
 
 
 @functools.lru_cache(maxsize=256)
 def _lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]], form: str, target: str,
-             plain: bool) -> str:
+             plain: bool, room: str) -> str:
     dtype = _TORCH_DTYPES[spec.dtype]
     # torch.export specializes a size-1 dim, so a dynamic batch is traced at 2.
     batch = 2 if spec.dynamic_batch else None
@@ -129,7 +130,7 @@ def compiled_vmfb(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]],
 
 def compiled_module(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]], target: str) -> LoadedModule:
     """The loaded module for `spec` on `target`, compiled on first use."""
-    key = (spec, bias_sizes, target, phases_pattern.forced_form())
+    key = (spec, bias_sizes, target, phases_pattern.forced_form(), operand_room.setting())
     with _cache_lock:
         cached = _cache.get(key)
     if cached is not None:

@@ -23,7 +23,7 @@ from torch_mlir import fx as torch_mlir_fx
 
 import iree_bwdconv.patterns.convolution_backward_phases as phases_pattern
 
-from . import compile_fallback, lowering, pipeline
+from . import compile_fallback, lowering, operand_room, pipeline
 from .compile_cache import CompileCache, cache_key
 from .runtime import LoadedModule
 
@@ -147,7 +147,8 @@ class CompiledGraph:
         if cache is None:
             vmfb = compile_vmfb()
         else:
-            vmfb = cache.get_or_compile(cache_key(graph_ir, flags, (phases_pattern.forced_form(),)), compile_vmfb)
+            settings = (phases_pattern.forced_form(), operand_room.setting())
+            vmfb = cache.get_or_compile(cache_key(graph_ir, flags, settings), compile_vmfb)
             stats.cache_hits += 0 if timings else 1
         stats.lowering_s += timings.get("lowering", 0.0)
         stats.iree_compile_s += timings.get("iree_compile", 0.0)

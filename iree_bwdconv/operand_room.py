@@ -1,0 +1,110 @@
+"""Room after the operands of CUDA's f16/bf16 contractions, on request.
+
+IREE 3.13's CUDA code for an f16/bf16 contraction that it pads to its MMA
+tiles reads up to one row past an operand whose last tile is partial (the
+missing rows' threads read the row just past the end; docs/performance.md,
+"Reads past an operand's end"). The values read reach only dropped rows
+of the result, so every number is right, but compute-sanitizer's memcheck
+reports the read and then hangs, and a read past mapped memory faults.
+
+With $IREE_BWDCONV_OPERAND_ROOM=1, `give` copies each operand of such a
+contraction into a buffer one slice longer along its first dim of more
+than one element (at least one row of every dim after it) and hands the
+contraction a slice of that buffer. `util.optimization_barrier` keeps IREE
+from folding the copy and the slice away; it also makes IREE wait on the
+host for the copies before the rest of the call. So it is off by default:
+it costs a copy of each operand and that wait (measured in
+docs/performance.md), to make the modules clean under memcheck. gfx942
+needs none of it: its loads are bounded by each operand's size.
+
+Runs on the finished linalg module in IREE's bindings (torch-mlir's have
+no util dialect), as `extern_kernels.link` does.
+"""
+
+from __future__ import annotations
+
+import os
+
+from iree.compiler import ir
+from iree.compiler.dialects import tensor, util
+
+VARIABLE = "IREE_BWDCONV_OPERAND_ROOM"
+_HALF = ("f16", "bf16")
+# Named contractions the lowering may emit beside its generics.
+_NAMED_PREFIXES = ("linalg.matmul", "linalg.batch_matmul", "linalg.conv")
+
+
+def setting() -> str:
+    """"room" where the environment asks for it, else "": part of every
+    compiled-module cache key."""
+    value = os.environ.get(VARIABLE, "").strip()
+    if value not in ("", "0", "1"):
+        raise ValueError(f"{VARIABLE}={value!r}: expected 1 (on) or 0 (off)")
+    return "room" if value == "1" else ""
+
+
+def wanted(target: str) -> bool:
+    return target == "cuda" and setting() == "room"
+
+
+def _is_contraction(op: ir.Operation) -> bool:
+    if op.name == "linalg.generic":
+        return "reduction" in str(op.attributes["iterator_types"])
+    return op.name.startswith(_NAMED_PREFIXES)
+
+
+def _input_count(op: ir.Operation) -> int:
+    return list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))[0]
+
+
+def _needs_room(value: ir.Value) -> bool:
+    if not isinstance(value.type, ir.RankedTensorType):
+        return False
+    kind = ir.RankedTensorType(value.type)
+    return str(kind.element_type) in _HALF and kind.has_static_shape and any(size > 1 for size in kind.shape)
+
+
+def roomy_shape(shape: list[int]) -> list[int]:
+    """`shape` one longer along its first dim of more than one element: room
+    for a read one index past the end of that dim or of any dim after it."""
+    first = next(axis for axis, size in enumerate(shape) if size > 1)
+    return [size + 1 if axis == first else size for axis, size in enumerate(shape)]
+
+
+def _with_room(value: ir.Value) -> ir.Value:
+    """`value`, copied into a larger buffer that IREE keeps, sliced back."""
+    kind = ir.RankedTensorType(value.type)
+    shape, rank = list(kind.shape), kind.rank
+    whole = ([0] * rank, shape, [1] * rank)
+    larger = tensor.EmptyOp(roomy_shape(shape), kind.element_type).result
+    placed = tensor.InsertSliceOp(value, larger, [], [], [], *whole).result
+    kept = util.OptimizationBarrierOp([placed.type], [placed]).results[0]
+    return tensor.ExtractSliceOp(kind, kept, [], [], [], *whole).result
+
+
+def give(text: str) -> str:
+    """`text` with every f16/bf16 operand of a contraction given room (one
+    copy per value, however many contractions read it)."""
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        contractions: list[ir.Operation] = []
+
+        def collect(op: ir.Operation) -> ir.WalkResult:
+            if _is_contraction(op):
+                contractions.append(op)
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(collect)
+        given: list[tuple[ir.Value, ir.Value]] = []
+        for op in contractions:
+            for index in range(_input_count(op)):
+                value = op.operands[index]
+                if not _needs_room(value):
+                    continue
+                roomy = next((later for earlier, later in given if earlier == value), None)
+                if roomy is None:
+                    with ir.InsertionPoint(op):  # the first reader: every later one is dominated
+                        roomy = _with_room(value)
+                    given.append((value, roomy))
+                op.operands[index] = roomy
+        return str(module)
