@@ -25,6 +25,8 @@ from iree.compiler import ir as iree_ir
 from iree.compiler.dialects import util
 from torch_mlir import ir
 
+from iree_bwdconv.iree_ir import ops_where
+
 ATTRIBUTE = "iree_bwdconv.materialize"
 
 
@@ -38,15 +40,7 @@ def _behind(text: str, wanted: Callable[[iree_ir.Operation], bool]) -> str:
     """`text` with the result of every op that `wanted` picks behind a barrier."""
     with iree_ir.Context(), iree_ir.Location.unknown():
         module = iree_ir.Module.parse(text)
-        picked: list[iree_ir.Operation] = []
-
-        def visit(op: iree_ir.Operation) -> iree_ir.WalkResult:
-            if wanted(op):
-                picked.append(op)
-            return iree_ir.WalkResult.ADVANCE
-
-        module.operation.walk(visit)
-        for op in picked:
+        for op in ops_where(module, wanted):
             (value,) = op.results
             with iree_ir.InsertionPoint.after(op):
                 barrier = util.OptimizationBarrierOp([value.type], [value])

@@ -18,6 +18,7 @@ from __future__ import annotations
 from iree.compiler import ir
 from iree.compiler.dialects import arith, hal
 
+from .iree_ir import ops_where
 from .kernels import catalog
 
 PREFIX = "iree_bwdconv.kernel."
@@ -51,19 +52,11 @@ def link(text: str) -> str:
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(text)
         declarations = [op for op in module.body.operations if _is_kernel(op, "sym_name")]
-        calls = []
-        module.operation.walk(lambda op: _collect(op, calls))
-        for call in calls:
+        for call in ops_where(module, lambda op: op.name == "func.call" and _is_kernel(op, "callee")):
             _replace(call)
         for declaration in declarations:
             declaration.operation.erase()
         return str(module)
-
-
-def _collect(op: ir.Operation, calls: list) -> ir.WalkResult:
-    if op.name == "func.call" and _is_kernel(op, "callee"):
-        calls.append(op)
-    return ir.WalkResult.ADVANCE
 
 
 def _ints(attr: ir.Attribute) -> list[int]:

@@ -28,6 +28,8 @@ import os
 from iree.compiler import ir
 from iree.compiler.dialects import tensor, util
 
+from .iree_ir import ops_where
+
 VARIABLE = "IREE_BWDCONV_OPERAND_ROOM"
 _HALF = ("f16", "bf16")
 # Named contractions the lowering may emit beside its generics.
@@ -87,16 +89,8 @@ def give(text: str) -> str:
     copy per value, however many contractions read it)."""
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(text)
-        contractions: list[ir.Operation] = []
-
-        def collect(op: ir.Operation) -> ir.WalkResult:
-            if _is_contraction(op):
-                contractions.append(op)
-            return ir.WalkResult.ADVANCE
-
-        module.operation.walk(collect)
         given: list[tuple[ir.Value, ir.Value]] = []
-        for op in contractions:
+        for op in ops_where(module, _is_contraction):
             for index in range(_input_count(op)):
                 value = op.operands[index]
                 if not _needs_room(value):

@@ -12,6 +12,7 @@ import torch
 from iree.compiler import ir
 
 from iree_bwdconv import functional, operand_room, pipeline, reference, runtime
+from iree_bwdconv.iree_ir import ops_where
 
 from specs import spec_nd
 
@@ -28,18 +29,6 @@ def room(monkeypatch):
     functional.clear_cache()
 
 
-def _ops(module: ir.Module, name: str) -> list[ir.Operation]:
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == name:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return found
-
-
 @pytest.mark.parametrize("shape, roomy", [([6, 96, 15, 15], [7, 96, 15, 15]), ([1, 48, 484], [1, 49, 484]),
                                           ([1, 1, 5], [1, 1, 6])])
 def test_room_is_one_slice_of_the_first_dim_of_more_than_one_element(shape, roomy):
@@ -50,9 +39,9 @@ def test_every_half_operand_of_a_contraction_is_a_slice_of_a_kept_larger_buffer(
     text = functional.lowered(spec_nd(**_GROUPED), target="cuda")
     with ir.Context():
         module = ir.Module.parse(text)
-        barriers = _ops(module, "util.optimization_barrier")
-        contractions = [op for op in _ops(module, "linalg.generic")
-                        if "reduction" in str(op.attributes["iterator_types"])]
+        barriers = ops_where(module, lambda op: op.name == "util.optimization_barrier")
+        contractions = ops_where(module, lambda op: op.name == "linalg.generic"
+                                 and "reduction" in str(op.attributes["iterator_types"]))
         read = set()
         for op in contractions:
             for operand in list(op.operands)[:len(op.operands) - len(op.results)]:
