@@ -15,7 +15,8 @@ from folding the copy and the slice away; it also makes IREE wait on the
 host for the copies before the rest of the call. So it is off by default:
 it costs a copy of each operand and that wait (measured in
 docs/performance.md), to make the modules clean under memcheck. gfx942
-needs none of it: its loads are bounded by each operand's size.
+needs none of it: its loads are bounded by each operand's size. Operands
+of a dynamic shape (a dynamic batch) get no room.
 
 Runs on the finished linalg module in IREE's bindings (torch-mlir's have
 no util dialect), as `extern_kernels.link` does.
@@ -46,6 +47,7 @@ def setting() -> str:
 
 
 def wanted(target: str) -> bool:
+    """Whether a module lowered for `target` gets room."""
     return target == "cuda" and setting() == "room"
 
 
