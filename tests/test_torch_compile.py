@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 import iree_bwdconv
-from iree_bwdconv import dynamo, pipeline, training
+from iree_bwdconv import dynamo, operand_room, pipeline, training
 from iree_bwdconv.errors import InvalidArgumentError
 from iree_bwdconv.models import BasicBlock, conv_bn
 
@@ -150,6 +150,20 @@ def test_cache_hit_skips_compiling(tmp_path, monkeypatch):
     _, expected = gradients(copy.deepcopy(model), x)
     assert_close_to(grads[0], expected[0], "input gradient from cached modules")
     assert again.cache.hits == 2 and again.cache.misses == 0
+
+
+def test_the_operand_room_setting_is_part_of_the_cache_key(tmp_path, monkeypatch):
+    """A module compiled without room is not what a run that asks for room
+    gets from the cache (`operand_room`; on the CPU the two modules are
+    the same, so only the key tells them apart)."""
+    cache_dir = str(tmp_path / "cache")
+    model, x = conv_bn(3, 4, 3, 2), torch.randn(2, 3, 8, 8)
+    gradients(torch.compile(copy.deepcopy(model), backend=iree_bwdconv.backend(cache_dir=cache_dir)), x)
+    torch._dynamo.reset()
+    monkeypatch.setenv(operand_room.VARIABLE, "1")
+    again = iree_bwdconv.backend(cache_dir=cache_dir, fallback="raise")
+    gradients(torch.compile(copy.deepcopy(model), backend=again), x)
+    assert again.cache.hits == 0 and again.cache.misses == 2
 
 
 @pytest.mark.parametrize("damage", ["flip a byte", "truncate", "foreign file"])
