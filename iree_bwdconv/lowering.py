@@ -102,7 +102,9 @@ def rewrite_convolution_backward(module: ir.Module) -> None:
 
 def lower_torch(raw: ir.Module, backend: str = "linalg", target: str = targets.DEFAULT) -> str:
     """Raw torch-dialect IR (as the FX importer makes it) -> backend IR text,
-    in the linalg forms that compile best for `target` ("cpu", "gfx942", "cuda")."""
+    in the linalg forms that compile best for `target` ("cpu", "gfx942", "cuda");
+    with room after CUDA's f16/bf16 contraction operands where
+    $IREE_BWDCONV_OPERAND_ROOM asks for it (`operand_room`)."""
     targets.check(target)
     to_torch_backend(raw, backend)
     if backend == "linalg":
