@@ -18,7 +18,7 @@ from __future__ import annotations
 from iree.compiler import ir
 from iree.compiler.dialects import arith, hal
 
-from .iree_ir import ops_where
+from .iree_ir import edited, ops_where
 from .kernels import catalog
 
 PREFIX = "iree_bwdconv.kernel."
@@ -44,19 +44,24 @@ def declares_kernels(module) -> bool:
     return any(_is_kernel(op, "sym_name") for op in module.body.operations)
 
 
+def calls_kernels(text: str) -> bool:
+    """Whether a module's text has anything for `link` to do."""
+    return PREFIX in text
+
+
 def link(text: str) -> str:
     """`text` with every kernel call made an extern dispatch (unchanged
     where it has none)."""
-    if PREFIX not in text:
-        return text
-    with ir.Context(), ir.Location.unknown():
-        module = ir.Module.parse(text)
-        declarations = [op for op in module.body.operations if _is_kernel(op, "sym_name")]
-        for call in ops_where(module, lambda op: op.name == "func.call" and _is_kernel(op, "callee")):
-            _replace(call)
-        for declaration in declarations:
-            declaration.operation.erase()
-        return str(module)
+    return edited(text, link_module) if calls_kernels(text) else text
+
+
+def link_module(module: ir.Module) -> None:
+    """`link`, on a module of IREE's bindings, in place."""
+    declarations = [op for op in module.body.operations if _is_kernel(op, "sym_name")]
+    for call in ops_where(module, lambda op: op.name == "func.call" and _is_kernel(op, "callee")):
+        _replace(call)
+    for declaration in declarations:
+        declaration.operation.erase()
 
 
 def _ints(attr: ir.Attribute) -> list[int]:

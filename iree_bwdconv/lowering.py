@@ -18,7 +18,7 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
 import iree_bwdconv.patterns as patterns
 
-from . import extern_kernels, operand_room, pipeline, targets
+from . import extern_kernels, iree_ir, operand_room, pipeline, targets
 from .errors import LoweringError
 
 BACKENDS = ("linalg", "tosa", "stablehlo")
@@ -114,8 +114,12 @@ def lower_torch(raw: ir.Module, backend: str = "linalg", target: str = targets.D
     if extern_kernels.declares_kernels(raw):
         backend_pipeline = pipeline.linalg_backend_without_contract_check(raw.context)
     pipeline.run_pipeline(raw, backend_pipeline, f"{backend} backend pipeline")
-    linked = extern_kernels.link(str(raw))
-    return operand_room.give(linked) if backend == "linalg" and operand_room.wanted(target) else linked
+    text = str(raw)
+    # Both steps need IREE's bindings: one parse serves them.
+    steps = [step for step, wanted in ((extern_kernels.link_module, extern_kernels.calls_kernels(text)),
+                                       (operand_room.give_module, backend == "linalg" and operand_room.wanted(target)))
+             if wanted]
+    return iree_ir.edited(text, *steps) if steps else text
 
 
 def lower(

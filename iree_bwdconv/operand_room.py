@@ -29,7 +29,7 @@ import os
 from iree.compiler import ir
 from iree.compiler.dialects import tensor, util
 
-from .iree_ir import ops_where
+from .iree_ir import edited, ops_where
 
 VARIABLE = "IREE_BWDCONV_OPERAND_ROOM"
 _HALF = ("f16", "bf16")
@@ -87,20 +87,22 @@ def _with_room(value: ir.Value) -> ir.Value:
 
 
 def give(text: str) -> str:
-    """`text` with every f16/bf16 operand of a contraction given room (one
-    copy per value, however many contractions read it)."""
-    with ir.Context(), ir.Location.unknown():
-        module = ir.Module.parse(text)
-        given: list[tuple[ir.Value, ir.Value]] = []
-        for op in ops_where(module, _is_contraction):
-            for index in range(_input_count(op)):
-                value = op.operands[index]
-                if not _needs_room(value):
-                    continue
-                roomy = next((later for earlier, later in given if earlier == value), None)
-                if roomy is None:
-                    with ir.InsertionPoint(op):  # the first reader: every later one is dominated
-                        roomy = _with_room(value)
-                    given.append((value, roomy))
-                op.operands[index] = roomy
-        return str(module)
+    """`text` with every f16/bf16 operand of a contraction given room."""
+    return edited(text, give_module)
+
+
+def give_module(module: ir.Module) -> None:
+    """`give`, on a module of IREE's bindings, in place: one copy per
+    value, however many contractions read it."""
+    given: list[tuple[ir.Value, ir.Value]] = []
+    for op in ops_where(module, _is_contraction):
+        for index in range(_input_count(op)):
+            value = op.operands[index]
+            if not _needs_room(value):
+                continue
+            roomy = next((later for earlier, later in given if earlier == value), None)
+            if roomy is None:
+                with ir.InsertionPoint(op):  # the first reader: every later one is dominated
+                    roomy = _with_room(value)
+                given.append((value, roomy))
+            op.operands[index] = roomy

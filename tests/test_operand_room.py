@@ -88,3 +88,13 @@ def test_room_keeps_the_numbers():
     arguments = [None, [2, 2], [0, 0], [1, 1], False, [0, 0], 2, [True, True, False]]
     comparisons = reference.compare([grad_input, grad_weight, None], dy, x, w, arguments)
     assert all(c.ok for c in comparisons), comparisons
+
+
+def test_a_module_that_calls_our_kernel_is_linked_and_given_room(room):
+    """`lower_torch` runs both steps in IREE's bindings on one parse: the
+    1x1 kernel's extern dispatch and room for grad_weight's operands."""
+    spec = spec_nd(2, 64, 128, (28, 28), (1, 1), (2, 2), (0, 0), mask=(True, True, False))
+    text = functional.lowered(spec, target="cuda")
+    assert text.count("hal.dispatch.extern") == 1 and "iree_bwdconv.kernel" not in text
+    assert "util.optimization_barrier" in text
+    pipeline.iree_compile(text, "cuda")
