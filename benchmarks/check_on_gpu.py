@@ -70,10 +70,18 @@ def _memcheck_notes(output: str, markers: tuple[str, ...]) -> list[str]:
 
 
 def check(folder: Path, case: dict, memcheck: bool) -> bool:
-    """Runs one case and prints its errors; whether they are within _BOUND."""
+    """Runs one case (a module of a dynamic batch at each of its batch
+    sizes) and prints its errors; whether they are within _BOUND."""
+    batches = case.get("batches") or [case["shapes"]["x"][0]]
+    return all([_check_at(folder, case, memcheck, batch, len(batches) > 1) for batch in batches])
+
+
+def _check_at(folder: Path, case: dict, memcheck: bool, batch: int, say_batch: bool) -> bool:
     generator = torch.Generator().manual_seed(0)
     dtype = _DTYPES[case["dtype"]]
-    dy, x, w = (torch.randn(case["shapes"][name], generator=generator).to(dtype) for name in ("dy", "x", "w"))
+    sizes = {name: [batch, *size[1:]] if name != "w" else size for name, size in case["shapes"].items()}
+    dy, x, w = (torch.randn(sizes[name], generator=generator).to(dtype) for name in ("dy", "x", "w"))
+    label = f"{case['name']} n{batch}" if say_batch else case["name"]
     inputs = ((x, "x"), (w, "w")) if case["kind"] == "forward" else ((dy, "dy"), (x, "x"), (w, "w"))
     names = case.get("results") or (["result"] if case["kind"] == "forward" else ["grad_input", "grad_weight"])
     likes = {"grad_input": x, "grad_weight": w, "grad_bias": torch.empty(dy.shape[1], dtype=dtype), "result": dy}
@@ -91,18 +99,18 @@ def check(folder: Path, case: dict, memcheck: bool) -> bool:
         # memcheck's first report of a bad access comes before the hang
         # it often leaves; print what it said (bytes here, text=True or not).
         said = b"".join(out or b"" for out in (timeout.stdout, timeout.stderr)).decode(errors="replace")
-        print(case["name"], case["form"], f"timeout ({TIMEOUT_S} s)", _memcheck_notes(said, _BAD_ACCESS), flush=True)
+        print(label, case["form"], f"timeout ({TIMEOUT_S} s)", _memcheck_notes(said, _BAD_ACCESS), flush=True)
         return False
     notes = _memcheck_notes(proc.stdout + proc.stderr, ("ERROR SUMMARY", "Invalid"))
     if proc.returncode:
-        print(case["name"], case["form"], "exit", proc.returncode, notes[:3], proc.stderr[-300:], flush=True)
+        print(label, case["form"], "exit", proc.returncode, notes[:3], proc.stderr[-300:], flush=True)
         return False
     errors = []
     references = _reference(case, dy, x, w)
     for index, (like, name) in enumerate(zip(results, names)):
         got = _output(index, like).cuda().double()
         errors.append(float((got - references[name]).abs().max() / references[name].abs().max()))
-    print(case["name"], case["form"], " ".join(f"{n} {e:.2e}" for n, e in zip(names, errors)), notes[:2], flush=True)
+    print(label, case["form"], " ".join(f"{n} {e:.2e}" for n, e in zip(names, errors)), notes[:2], flush=True)
     return all(e <= _BOUND for e in errors) and not any("ERROR SUMMARY: 0" not in n for n in notes if "SUMMARY" in n)
 
 

@@ -37,6 +37,7 @@ class Case(NamedTuple):
     dtype: str
     kind: str = "backward"  # or "transposed" (transposed=True), "forward", or "upstream" (IREE's torch input)
     dilation: int = 1
+    dynamic_batch: bool = False  # compiled with a dynamic batch dim, run at n and at n + 1
 
 
 def _layer(name: str, n: int, c: int, k: int, hw: int, kernel: int | tuple[int, int], *rest, **keywords) -> tuple:
@@ -162,6 +163,14 @@ _BF16 = ("3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1",
          "1x1_s2_pairs_c32", "1x1_s2_pairs_c40_k72", "1x1_s2_pairs_c16_302x301", "1x1_s2_pairs_c32_a2",
          "1x1_s2_pairs_c32_a8", "1x1_s2_pairs_c136", "1x1_s2_pairs_c72_h29", "1x1_s2_pairs_c96_a8",
          "1x1_s2_c12", "1x1_s1_k279", "1x1_s1_k1344")
+# Layers also compiled with a dynamic batch dim (the lowering keeps its
+# linalg forms there: no hand-written kernel, no extern dispatch), by dtype.
+_DYNAMIC = {
+    "f16": ("1x1_s2", "1x1_s2_odd", "1x1_s1", "3x3_s2_c64", "3x3_s2_g2_odd", "3x3_s2_g32", "3x3_s1_c64",
+            "7x7_s2_c16", "k3_s2_1d", "transposed_3x3_s2", "transposed_1x1_s2"),
+    "bf16": ("1x1_s2", "3x3_s2_c64", "3x3_s1_g4", "k3_s2_1d"),
+    "f32": ("1x1_s2", "3x3_s2_c64", "3x3_s2_g32"),
+}
 # Cases whose results IREE 3.13's CUDA code got wrong on the H100 when last
 # run, with what is known; `check_on_gpu.py` reports them apart.
 KNOWN_WRONG = {
@@ -172,6 +181,8 @@ KNOWN_WRONG = {
 CASES = [Case(f"{fields[0]}_{dtype}", *fields[1:], dtype, **keywords)
          for dtype in ("f32", "f16", "bf16") for fields, keywords in _LAYERS
          if dtype != "bf16" or fields[0] in _BF16]
+CASES += [Case(f"{fields[0]}_dynbatch_{dtype}", *fields[1:], dtype, **keywords, dynamic_batch=True)
+          for dtype, names in _DYNAMIC.items() for fields, keywords in _LAYERS if fields[0] in names]
 
 _DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
@@ -218,7 +229,8 @@ def _mlir(case: Case) -> str:
     tensors = {name: torch.zeros(size, dtype=dtype) for name, size in shapes(case).items()}
     if case.kind == "forward":
         return lowering.lower(_Forward(case), tensors["x"], tensors["w"], target="cuda")
-    spec = functional.spec_of(tensors["dy"], tensors["x"], tensors["w"], *arguments(case))
+    spec = functional.spec_of(tensors["dy"], tensors["x"], tensors["w"], *arguments(case),
+                              dynamic_batch=case.dynamic_batch)
     if case.kind == "upstream":
         return str(lowering.import_module(functional.ConvolutionBackward(spec, None), *tensors.values()))
     with modules.forced_form(case.form):
@@ -234,6 +246,7 @@ def prepare(folder: Path, only: Sequence[str] = ()) -> None:
         (folder / f"{case.name}.vmfb").write_bytes(pipeline.iree_compile(_mlir(case), "cuda", flags))
         print(case.name, flush=True)
     described = [dict(case._asdict(), shapes=shapes(case), arguments=arguments(case),
+                      batches=[case.n, case.n + 1] if case.dynamic_batch else [case.n],
                       known_wrong=KNOWN_WRONG.get(case.name)) for case in cases]
     (folder / "cases.json").write_text(json.dumps(described, indent=1))
 

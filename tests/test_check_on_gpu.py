@@ -3,7 +3,7 @@ the GPU machine: what it reports when a case goes wrong there."""
 
 from __future__ import annotations
 
-from benchmarks import check_on_gpu, gpu_random_check
+from benchmarks import check_on_gpu, gpu_check, gpu_random_check
 
 
 def test_a_check_that_hangs_under_memcheck_prints_what_memcheck_reported(monkeypatch, capsys, tmp_path):
@@ -22,3 +22,27 @@ def test_a_check_that_hangs_under_memcheck_prints_what_memcheck_reported(monkeyp
     printed = capsys.readouterr().out
     assert "timeout" in printed and "matmul_like_4x4x24x260" in printed and "75,904 bytes" in printed
     assert "backtrace" not in printed
+
+
+def test_a_dynamic_batch_case_runs_at_each_of_its_batch_sizes(monkeypatch, tmp_path):
+    seen = []
+
+    def runs(command, **_):
+        dy = next(flag for flag in command if flag.startswith("--input=") and "dy" in flag)
+        seen.append(check_on_gpu.np.load(dy.split("@", 1)[1]).shape)
+        return check_on_gpu.subprocess.CompletedProcess(command, 1, "", "no GPU here")
+
+    monkeypatch.setattr(check_on_gpu.subprocess, "run", runs)
+    case = next(c for c in gpu_check.CASES if c.dynamic_batch and c.dtype == "f16")
+    described = dict(case._asdict(), shapes=gpu_check.shapes(case), arguments=gpu_check.arguments(case),
+                     batches=[case.n, case.n + 1])
+    assert not check_on_gpu.check(tmp_path, described, memcheck=False)
+    assert [shape[0] for shape in seen] == [case.n, case.n + 1]
+    assert all(shape[1:] == tuple(described["shapes"]["dy"][1:]) for shape in seen)
+
+
+def test_gpu_check_lowers_its_dynamic_batch_cases_with_a_dynamic_batch():
+    case = next(c for c in gpu_check.CASES if c.name == "1x1_s2_dynbatch_f16")
+    text = gpu_check._mlir(case)
+    assert "tensor<?x128x14x14xf16>" in text and "tensor<?x64x28x28xf16>" in text
+    assert "hal.dispatch.extern" not in text  # the kernel is for static shapes
