@@ -15,8 +15,9 @@ from folding the copy and the slice away; it also makes IREE wait on the
 host for the copies before the rest of the call. So it is off by default:
 it costs a copy of each operand and that wait (measured in
 docs/performance.md), to make the modules clean under memcheck. gfx942
-needs none of it: its loads are bounded by each operand's size. Operands
-of a dynamic shape (a dynamic batch) get no room.
+needs none of it: its loads are bounded by each operand's size. A dynamic
+dim (a dynamic batch) counts as one of more than one element: its room is
+one slice more than the size it has at run time.
 
 Runs on the finished linalg module in IREE's bindings (torch-mlir's have
 no util dialect), as `extern_kernels.link` does.
@@ -26,8 +27,10 @@ from __future__ import annotations
 
 import os
 
+from typing import Union
+
 from iree.compiler import ir
-from iree.compiler.dialects import tensor, util
+from iree.compiler.dialects import arith, flow, tensor, util
 
 from .iree_ir import edited, ops_where
 
@@ -35,6 +38,8 @@ VARIABLE = "IREE_BWDCONV_OPERAND_ROOM"
 _HALF = ("f16", "bf16")
 # Named contractions the lowering may emit beside its generics.
 _NAMED_PREFIXES = ("linalg.matmul", "linalg.batch_matmul", "linalg.conv")
+DYNAMIC = ir.ShapedType.get_dynamic_size()
+Size = Union[int, ir.Value]
 
 
 def setting() -> str:
@@ -65,25 +70,44 @@ def _needs_room(value: ir.Value) -> bool:
     if not isinstance(value.type, ir.RankedTensorType):
         return False
     kind = ir.RankedTensorType(value.type)
-    return str(kind.element_type) in _HALF and kind.has_static_shape and any(size > 1 for size in kind.shape)
+    return str(kind.element_type) in _HALF and any(size == DYNAMIC or size > 1 for size in kind.shape)
+
+
+def roomy_axis(shape: list[int]) -> int:
+    """The dim that gets room: the first one of more than one element or of
+    a dynamic size. One slice more along it is room for a read one index
+    past the end of that dim or of any dim after it."""
+    return next(axis for axis, size in enumerate(shape) if size == DYNAMIC or size > 1)
 
 
 def roomy_shape(shape: list[int]) -> list[int]:
-    """`shape` one longer along its first dim of more than one element: room
-    for a read one index past the end of that dim or of any dim after it."""
-    first = next(axis for axis, size in enumerate(shape) if size > 1)
-    return [size + 1 if axis == first else size for axis, size in enumerate(shape)]
+    """`shape` one longer along `roomy_axis` (a dynamic size stays dynamic)."""
+    axis = roomy_axis(shape)
+    return [size + 1 if index == axis and size != DYNAMIC else size for index, size in enumerate(shape)]
+
+
+def _index(value: int) -> ir.Value:
+    return arith.ConstantOp(ir.IndexType.get(), value).result
 
 
 def _with_room(value: ir.Value) -> ir.Value:
     """`value`, copied into a larger buffer that IREE keeps, sliced back."""
     kind = ir.RankedTensorType(value.type)
     shape, rank = list(kind.shape), kind.rank
+    sizes: list[Size] = [tensor.DimOp(value, _index(axis)).result if size == DYNAMIC else size
+                         for axis, size in enumerate(shape)]
+    axis = roomy_axis(shape)
+    larger_sizes = list(sizes)
+    larger_sizes[axis] = (sizes[axis] + 1 if isinstance(sizes[axis], int)
+                          else arith.AddIOp(sizes[axis], _index(1)).result)
+    dynamic_sizes = [size for size in sizes if not isinstance(size, int)]
     whole = ([0] * rank, shape, [1] * rank)
-    larger = tensor.EmptyOp(roomy_shape(shape), kind.element_type).result
-    placed = tensor.InsertSliceOp(value, larger, [], [], [], *whole).result
+    larger = tensor.EmptyOp(larger_sizes, kind.element_type).result
+    placed = tensor.InsertSliceOp(value, larger, [], dynamic_sizes, [], *whole).result
     kept = util.OptimizationBarrierOp([placed.type], [placed]).results[0]
-    return tensor.ExtractSliceOp(kind, kept, [], [], [], *whole).result
+    if dynamic_sizes:  # IREE cannot see through the barrier to its result's sizes
+        kept = flow.TensorTieShapeOp(kept, [s for s in larger_sizes if not isinstance(s, int)]).result
+    return tensor.ExtractSliceOp(kind, kept, [], dynamic_sizes, [], *whole).result
 
 
 def give(text: str) -> str:

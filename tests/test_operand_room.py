@@ -7,6 +7,8 @@ it keeps the numbers."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from iree.compiler import ir
@@ -29,10 +31,22 @@ def room(monkeypatch):
     functional.clear_cache()
 
 
+_DYN = operand_room.DYNAMIC
+
+
+def _dynamic_batch(spec):
+    return dataclasses.replace(spec, grad_output_shape=(None, *spec.grad_output_shape[1:]),
+                               input_shape=(None, *spec.input_shape[1:]))
+
+
 @pytest.mark.parametrize("shape, roomy", [([6, 96, 15, 15], [7, 96, 15, 15]), ([1, 48, 484], [1, 49, 484]),
-                                          ([1, 1, 5], [1, 1, 6])])
+                                          ([1, 1, 5], [1, 1, 6]), ([_DYN, 96, 15, 15], [_DYN, 96, 15, 15])])
 def test_room_is_one_slice_of_the_first_dim_of_more_than_one_element(shape, roomy):
     assert operand_room.roomy_shape(shape) == roomy
+
+
+def test_a_dynamic_dim_counts_as_more_than_one_element():
+    assert operand_room.roomy_axis([1, _DYN, 5]) == 1 and operand_room.roomy_axis([_DYN, 1, 5]) == 0
 
 
 def test_every_half_operand_of_a_contraction_is_a_slice_of_a_kept_larger_buffer(room):
@@ -98,3 +112,37 @@ def test_a_module_that_calls_our_kernel_is_linked_and_given_room(room):
     assert text.count("hal.dispatch.extern") == 1 and "iree_bwdconv.kernel" not in text
     assert "util.optimization_barrier" in text
     pipeline.iree_compile(text, "cuda")
+
+
+def test_a_dynamic_batch_gets_room_one_image_more_than_it_has(room):
+    """The copy's buffer is sized at run time: the batch as `tensor.dim`,
+    plus one."""
+    text = functional.lowered(_dynamic_batch(spec_nd(**_GROUPED)), target="cuda")
+    with ir.Context():
+        module = ir.Module.parse(text)
+        barriers = ops_where(module, lambda op: op.name == "util.optimization_barrier")
+        dynamic = [op for op in barriers if str(op.operands[0].type).startswith("tensor<?x")]
+        assert dynamic
+        for kept in dynamic:
+            empty = kept.operands[0].owner.operands[1].owner
+            assert empty.name == "tensor.empty"
+            plus_one = empty.operands[0].owner
+            assert plus_one.name == "arith.addi" and plus_one.operands[0].owner.name == "tensor.dim"
+            assert "1 : index" in str(plus_one.operands[1].owner)
+    pipeline.iree_compile(text, "cuda")
+
+
+def test_room_keeps_the_numbers_of_a_dynamic_batch():
+    spec = _dynamic_batch(spec_nd(**_GROUPED))
+    text = operand_room.give(functional.lowered(spec, target="cpu"))
+    assert "tensor<?x" in text and text.count("util.optimization_barrier") >= 2
+    vmfb = pipeline.iree_compile(text, "cpu")
+    arguments = [None, [2, 2], [0, 0], [1, 1], False, [0, 0], 2, [True, True, False]]
+    generator = torch.Generator().manual_seed(0)
+    w = torch.randn(spec.weight_shape, generator=generator).half()
+    for batch in (3, 6):
+        dy, x = (torch.randn([batch, *shape[1:]], generator=generator).half()
+                 for shape in (spec.grad_output_shape, spec.input_shape))
+        grad_input, grad_weight = runtime.run(vmfb, [dy, x, w], "cpu")
+        comparisons = reference.compare([grad_input, grad_weight, None], dy, x, w, arguments)
+        assert all(c.ok for c in comparisons), (batch, comparisons)
