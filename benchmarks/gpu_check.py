@@ -31,12 +31,12 @@ class Case(NamedTuple):
     hw: int | tuple[int, ...]  # the same in every dim, or one size per dim
     kernel: tuple[int, ...]  # one size per spatial dim: 1-D to 3-D
     stride: int | tuple[int, ...]  # the same in every dim, or one per dim
-    padding: int
+    padding: int | tuple[int, ...]  # likewise
     groups: int
     form: str  # "auto": the rule's
     dtype: str
     kind: str = "backward"  # or "transposed" (transposed=True), "forward", or "upstream" (IREE's torch input)
-    dilation: int = 1
+    dilation: int | tuple[int, ...] = 1  # likewise
     dynamic_batch: bool = False  # compiled with a dynamic batch dim, run at n and at n + 1
 
 
@@ -113,6 +113,12 @@ _LAYERS = (
     # a stride-1 dim beside a strided one: phases of three taps (a table per phase)
     _layer("3x3_s1x2", 8, 64, 64, 28, 3, (1, 2), 1, 1, "auto"),
     _layer("3x3_s1x2_g2", 8, 32, 64, 28, 3, (1, 2), 1, 2, "auto"),
+    # one image, a 1-tap strided dim and a dilated one: the random sweep's draws whose GPU forms IREE 3.13's CPU
+    # code gets wrong or cannot compile (docs/performance.md, "A batchless convolution on the CPU")
+    _layer("k1x2_s2x1_d1x2_g3_n1", 1, 6, 9, (2, 6), (1, 2), (2, 1), 0, 3, "auto", dilation=(1, 2)),
+    _layer("k1x3_s2x1_p1x2_d2_g3_n1", 1, 9, 6, (2, 2), (1, 3), (2, 1), (1, 2), 3, "auto", dilation=2),
+    _layer("k1x2x3_s3x1x1_p2x0x1_d1x2x1_g2_n1", 1, 2, 2, (4, 5, 2), (1, 2, 3), (3, 1, 1), (2, 0, 1), 2, "auto",
+           dilation=(1, 2, 1)),
     _layer("3x3x3_s2", 4, 32, 32, 16, (3, 3, 3), 2, 1, 1, "auto"),
     _layer("3x3x3_s1_g4", 4, 64, 64, 12, (3, 3, 3), 1, 1, 4, "auto"),
     _layer("3x3x3_s2_g8", 4, 64, 64, 15, (3, 3, 3), 2, 1, 8, "auto"),
@@ -162,7 +168,7 @@ _BF16 = ("3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1",
          "1x1_s2_blocks_c64_v4", "1x1_s2_blocks_c72_v2_a8", "1x1_s2_blocks_c80_v4_a2", "1x1_s2_c200", "k1_s3_p1_1d",
          "1x1_s2_pairs_c32", "1x1_s2_pairs_c40_k72", "1x1_s2_pairs_c16_302x301", "1x1_s2_pairs_c32_a2",
          "1x1_s2_pairs_c32_a8", "1x1_s2_pairs_c136", "1x1_s2_pairs_c72_h29", "1x1_s2_pairs_c96_a8",
-         "1x1_s2_c12", "1x1_s1_k279", "1x1_s1_k1344")
+         "1x1_s2_c12", "1x1_s1_k279", "1x1_s1_k1344", "k1x2_s2x1_d1x2_g3_n1")
 # Layers also compiled with a dynamic batch dim (the lowering keeps its
 # linalg forms there: no hand-written kernel, no extern dispatch), by dtype.
 _DYNAMIC = {
@@ -191,14 +197,13 @@ def shapes(case: Case) -> dict[str, list[int]]:
     """dy, x and w: the result of the forward (or transposed) convolution, its input and its weight."""
     rank = len(case.kernel)
     sizes = (case.hw,) * rank if isinstance(case.hw, int) else tuple(case.hw)
-    strides = _per_dim(case.stride, rank)
+    dims = list(zip(sizes, case.kernel, _per_dim(case.stride, rank), _per_dim(case.padding, rank),
+                    _per_dim(case.dilation, rank)))
     if case.kind == "transposed":
-        out = [geometry.transposed_output_size(size, k, s, case.padding, case.dilation, 0)
-               for size, k, s in zip(sizes, case.kernel, strides)]
+        out = [geometry.transposed_output_size(*dim, 0) for dim in dims]
         w = [case.c, case.k // case.groups, *case.kernel]
     else:
-        out = [geometry.conv_output_size(size, k, s, case.padding, case.dilation)
-               for size, k, s in zip(sizes, case.kernel, strides)]
+        out = [geometry.conv_output_size(*dim) for dim in dims]
         w = [case.k, case.c // case.groups, *case.kernel]
     return {"dy": [case.n, case.k, *out], "x": [case.n, case.c, *sizes], "w": w}
 
@@ -210,7 +215,8 @@ def _per_dim(value: int | tuple[int, ...], rank: int) -> list[int]:
 def arguments(case: Case) -> list:
     """aten.convolution_backward's arguments after dy, x and w (grad_input and grad_weight)."""
     rank = len(case.kernel)
-    return [None, _per_dim(case.stride, rank), [case.padding] * rank, [case.dilation] * rank, case.kind == "transposed",
+    return [None, _per_dim(case.stride, rank), _per_dim(case.padding, rank), _per_dim(case.dilation, rank),
+            case.kind == "transposed",
             [0] * rank, case.groups, [True, True, False]]
 
 
