@@ -3,6 +3,10 @@
 Every failure leaves its input IR in a file and names the one command that
 reproduces it (torch-mlir-opt or iree-compile, both installed with the
 stack). Files go to $IREE_BWDCONV_REPRO_DIR, else a temp folder.
+
+A module compiled for the CPU first gets `cpu_conv_store`'s copies, where
+IREE 3.13's CPU code would store a convolution's result wrongly, whatever
+made the module (the lowering, a GPU target's form run on the CPU, a test).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from pathlib import Path
 from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
+from . import cpu_conv_store
 from .errors import PipelineError
 
 TORCH_BACKEND = "torchdynamo-export-to-torch-backend-pipeline"
@@ -96,14 +101,20 @@ def load_torch_conversion_dialect(context: ir.Context) -> None:
         PassManager.parse("builtin.module(torch-func-backend-type-conversion)").run(empty.operation)
 
 
-def iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...] = ()) -> bytes:
-    """Compile MLIR text (linalg on tensors) to a .vmfb for `target`."""
-    return _run_iree_compile(mlir, target, extra_flags, "module.vmfb")
+def iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...] = (), *, as_given: bool = False) -> bytes:
+    """Compile MLIR text (linalg on tensors) to a .vmfb for `target`
+    (`as_given`: without the CPU's copies, to show what they are for)."""
+    return _run_iree_compile(mlir if as_given else _for_target(mlir, target), target, extra_flags, "module.vmfb")
 
 
 def iree_compile_to(mlir: str, target: str, phase: str, extra_flags: tuple[str, ...] = ()) -> str:
     """Stop iree-compile after `phase` (e.g. "flow") and return that IR as text."""
-    return _run_iree_compile(mlir, target, (*extra_flags, f"--compile-to={phase}"), "out.mlir").decode()
+    flags = (*extra_flags, f"--compile-to={phase}")
+    return _run_iree_compile(_for_target(mlir, target), target, flags, "out.mlir").decode()
+
+
+def _for_target(mlir: str, target: str) -> str:
+    return cpu_conv_store.guard(mlir) if target == "cpu" else mlir
 
 
 def _run_iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...], output: str) -> bytes:
