@@ -16,7 +16,7 @@ targets' pipelines do not run that pass; the same modules were right on an
 H100.
 
 `guard` puts `util.optimization_barrier` between such a result and its
-insert: IREE then stores the convolution's result whole, and copies it into
+insert (or its pad, which IREE makes an insert): IREE then stores the convolution's result whole, and copies it into
 place in a dispatch of its own. `pipeline` runs it on every module it
 compiles for the CPU, in IREE's bindings (torch-mlir's have no util
 dialect); it prints the module again only where it changed something.
@@ -71,18 +71,31 @@ def drops_a_dim_after_a_kept_one(sizes: list[int]) -> bool:
     return any(size == 1 for size in sizes[first_kept:])
 
 
+def _placed_sizes(op: ir.Operation) -> Optional[tuple[list[int], list[int]]]:
+    """The sizes of the slice that `op` places into a tensor and that
+    tensor's shape, for the two ops IREE turns into a partial store: an
+    insert_slice, and a pad (a fill and an insert_slice to IREE)."""
+    if op.name == "tensor.insert_slice":
+        return list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"])), list(op.operands[1].type.shape)
+    if op.name == "tensor.pad":
+        return list(op.operands[0].type.shape), list(op.results[0].type.shape)
+    return None
+
+
 def _at_risk(op: ir.Operation) -> bool:
-    if op.name != "tensor.insert_slice":
+    placed = _placed_sizes(op)
+    if placed is None:
         return False
-    sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
-    whole = sizes == list(op.operands[1].type.shape)  # IREE folds such an insert away
-    return not whole and drops_a_dim_after_a_kept_one(sizes) and _convolution_behind(op.operands[0]) is not None
+    sizes, whole = placed
+    return sizes != whole and drops_a_dim_after_a_kept_one(sizes) and _convolution_behind(op.operands[0]) is not None
 
 
 def guard(text: str) -> str:
     """`text` with a barrier before every insert of a convolution's result
     that IREE's CPU code would store wrongly; `text` itself where there is
     none."""
+    if "tensor.insert_slice" not in text and "tensor.pad" not in text:
+        return text
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(text)
         inserts = ops_where(module, _at_risk)
