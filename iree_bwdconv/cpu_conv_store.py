@@ -27,9 +27,8 @@ from __future__ import annotations
 from typing import Optional
 
 from iree.compiler import ir
-from iree.compiler.dialects import util
 
-from .iree_ir import ops_where
+from .iree_ir import kept, ops_where, sizes_of
 
 # Ops that IREE fuses into the convolution's dispatch and moves its reshapes
 # through, between the convolution and the insert.
@@ -101,6 +100,5 @@ def guard(text: str) -> str:
         inserts = ops_where(module, _at_risk)
         for op in inserts:
             with ir.InsertionPoint(op):
-                source = op.operands[0]
-                op.operands[0] = util.OptimizationBarrierOp([source.type], [source]).results[0]
+                op.operands[0] = kept(op.operands[0], sizes_of(op.operands[0]))
         return str(module) if inserts else text

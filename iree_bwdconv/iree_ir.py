@@ -1,16 +1,19 @@
 """What the steps that run in IREE's own MLIR bindings share (the linalg
 module after torch-mlir's pipeline, as text: the two bindings' objects do
 not mix): `extern_kernels.link`, `operand_room.give`, `lowering.lower_torch`
-(which runs both on one parse), and the benchmarks that edit a lowered
-module."""
+(which runs both on one parse), `cpu_conv_store.guard`, and the benchmarks
+that edit a lowered module."""
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence, Union
 
 from iree.compiler import ir
+from iree.compiler.dialects import arith, flow, tensor, util
 
 Step = Callable[[ir.Module], None]
+Size = Union[int, ir.Value]  # a static size, or a dynamic one as an `index` value
+DYNAMIC = ir.ShapedType.get_dynamic_size()
 
 
 def ops_where(module: ir.Module, wanted: Callable[[ir.Operation], bool]) -> list[ir.Operation]:
@@ -35,3 +38,23 @@ def edited(text: str, *steps: Step) -> str:
         for step in steps:
             step(module)
         return str(module)
+
+
+def index(value: int) -> ir.Value:
+    return arith.ConstantOp(ir.IndexType.get(), value).result
+
+
+def sizes_of(value: ir.Value) -> list[Size]:
+    """The sizes of a ranked tensor: static ones as ints, dynamic ones read
+    by `tensor.dim`."""
+    return [tensor.DimOp(value, index(axis)).result if size == DYNAMIC else size
+            for axis, size in enumerate(value.type.shape)]
+
+
+def kept(value: ir.Value, sizes: Sequence[Size]) -> ir.Value:
+    """`value` behind `util.optimization_barrier`, which IREE neither folds
+    nor fuses across. IREE cannot see through the barrier to a dynamic
+    result's sizes, so `sizes` (the value's) are tied after it."""
+    result = util.OptimizationBarrierOp([value.type], [value]).results[0]
+    dynamic = [size for size in sizes if not isinstance(size, int)]
+    return flow.TensorTieShapeOp(result, dynamic).result if dynamic else result

@@ -27,19 +27,15 @@ from __future__ import annotations
 
 import os
 
-from typing import Union
-
 from iree.compiler import ir
-from iree.compiler.dialects import arith, flow, tensor, util
+from iree.compiler.dialects import arith, tensor
 
-from .iree_ir import edited, ops_where
+from .iree_ir import DYNAMIC, Size, edited, index, kept, ops_where, sizes_of
 
 VARIABLE = "IREE_BWDCONV_OPERAND_ROOM"
 _HALF = ("f16", "bf16")
 # Named contractions the lowering may emit beside its generics.
 _NAMED_PREFIXES = ("linalg.matmul", "linalg.batch_matmul", "linalg.conv")
-DYNAMIC = ir.ShapedType.get_dynamic_size()
-Size = Union[int, ir.Value]
 
 
 def setting() -> str:
@@ -86,28 +82,20 @@ def roomy_shape(shape: list[int]) -> list[int]:
     return [size + 1 if index == axis and size != DYNAMIC else size for index, size in enumerate(shape)]
 
 
-def _index(value: int) -> ir.Value:
-    return arith.ConstantOp(ir.IndexType.get(), value).result
-
-
 def _with_room(value: ir.Value) -> ir.Value:
     """`value`, copied into a larger buffer that IREE keeps, sliced back."""
     kind = ir.RankedTensorType(value.type)
     shape, rank = list(kind.shape), kind.rank
-    sizes: list[Size] = [tensor.DimOp(value, _index(axis)).result if size == DYNAMIC else size
-                         for axis, size in enumerate(shape)]
+    sizes = sizes_of(value)
     axis = roomy_axis(shape)
-    larger_sizes = list(sizes)
+    larger_sizes: list[Size] = list(sizes)
     larger_sizes[axis] = (sizes[axis] + 1 if isinstance(sizes[axis], int)
-                          else arith.AddIOp(sizes[axis], _index(1)).result)
+                          else arith.AddIOp(sizes[axis], index(1)).result)
     dynamic_sizes = [size for size in sizes if not isinstance(size, int)]
     whole = ([0] * rank, shape, [1] * rank)
     larger = tensor.EmptyOp(larger_sizes, kind.element_type).result
     placed = tensor.InsertSliceOp(value, larger, [], dynamic_sizes, [], *whole).result
-    kept = util.OptimizationBarrierOp([placed.type], [placed]).results[0]
-    if dynamic_sizes:  # IREE cannot see through the barrier to its result's sizes
-        kept = flow.TensorTieShapeOp(kept, [s for s in larger_sizes if not isinstance(s, int)]).result
-    return tensor.ExtractSliceOp(kind, kept, [], dynamic_sizes, [], *whole).result
+    return tensor.ExtractSliceOp(kind, kept(placed, larger_sizes), [], dynamic_sizes, [], *whole).result
 
 
 def give(text: str) -> str:
