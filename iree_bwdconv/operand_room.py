@@ -79,7 +79,7 @@ def roomy_axis(shape: list[int]) -> int:
 def roomy_shape(shape: list[int]) -> list[int]:
     """`shape` one longer along `roomy_axis` (a dynamic size stays dynamic)."""
     axis = roomy_axis(shape)
-    return [size + 1 if index == axis and size != DYNAMIC else size for index, size in enumerate(shape)]
+    return [size + 1 if at == axis and size != DYNAMIC else size for at, size in enumerate(shape)]
 
 
 def _with_room(value: ir.Value) -> ir.Value:
