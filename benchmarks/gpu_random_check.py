@@ -12,7 +12,11 @@ Three families, of which a run alternates those it names ("kernel" and
 - "kernel-large": the same at the sizes of real networks, up to 1024
   input and 2048 output channels, many tiles and images;
 - "layer": `gpu_compile_sweep.draw`'s realistic layers (1-D to 3-D,
-  kernels 1-5, dilation, groups, transposed, f32/f16/bf16).
+  kernels 1-5, dilation, groups, transposed, f32/f16/bf16);
+- "small": layers of one image, a few channels and a few positions a dim,
+  grouped and dilated more often than not: where IREE folds the unit dims
+  of a convolution's result (the CPU stored some such results wrongly,
+  docs/performance.md "A batchless convolution on the CPU").
 Each asks for a random subset of the three gradients, grad_input always.
 With the word `plain` among the families, every layer is lowered in the
 plain forms (`targets.plain_forms`), which a compile that fails in the
@@ -75,8 +79,34 @@ def draw_kernel_layer(rng: random.Random, large: bool = False) -> Optional[dict]
                 output_padding=[0] * rank, dtype=rng.choice(("f16", "f16", "bf16", "bf16", "f32")))
 
 
+def draw_small_layer(rng: random.Random) -> Optional[dict]:
+    """A random layer of one image and tiny sizes, or None where its output
+    would be empty."""
+    rank = rng.choice((1, 2, 2, 3))
+    groups = rng.choice((1, 2, 3))
+    c, k = groups * rng.randint(1, 2), groups * rng.randint(1, 3)
+    if rng.random() < 0.2:  # depthwise
+        groups, c, k = c, c, c
+    kernel = [rng.randint(1, 3) for _ in range(rank)]
+    stride = [rng.choice((1, 2, 2, 3)) for _ in range(rank)]
+    dilation = [rng.choice((1, 1, 2)) for _ in range(rank)]
+    padding = [rng.randint(0, 2) for _ in range(rank)]
+    transposed = rng.random() < 0.25
+    output_padding = [rng.randrange(max(s, d)) if transposed else 0 for s, d in zip(stride, dilation)]
+    sizes = [rng.randint(1, 6) for _ in range(rank)]
+    if transposed:
+        out = geometry.transposed_output_size_nd(sizes, kernel, stride, padding, dilation, output_padding)
+    else:
+        out = geometry.conv_output_size_nd(sizes, kernel, stride, padding, dilation)
+    if min(out) < 1:
+        return None
+    return dict(n=1, c=c, k=k, sizes=sizes, out=list(out), kernel=kernel, stride=stride, padding=padding,
+                dilation=dilation, groups=groups, transposed=transposed, output_padding=output_padding,
+                dtype=rng.choice(("f16", "f16", "bf16", "f32")))
+
+
 FAMILIES = {"kernel": draw_kernel_layer, "kernel-large": lambda rng: draw_kernel_layer(rng, large=True),
-            "layer": draw_layer}
+            "layer": draw_layer, "small": draw_small_layer}
 
 
 def _mask(rng: random.Random) -> list[bool]:

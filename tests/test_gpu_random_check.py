@@ -16,7 +16,7 @@ from iree_bwdconv.kernels import catalog
 SEED, COUNT = 20261126, 300  # the run recorded in docs/performance.md
 
 
-@pytest.mark.parametrize("families", [("kernel", "layer"), ("kernel-large",)])
+@pytest.mark.parametrize("families", [("kernel", "layer"), ("kernel-large",), ("small",)])
 def test_each_case_is_a_valid_call_with_results_of_its_tensors_shapes(families):
     for layer in gpu_random_check.draws(SEED, 60, families):
         case = gpu_random_check.case(layer)
@@ -26,6 +26,12 @@ def test_each_case_is_a_valid_call_with_results_of_its_tensors_shapes(families):
         assert [list(wanted[name].shape) for name in case["results"]] == [
             {"grad_input": list(x.shape), "grad_weight": list(w.shape), "grad_bias": [dy.shape[1]]}[name]
             for name in case["results"]], case["name"]
+
+
+def test_small_layers_are_of_one_image_and_mostly_grouped_or_dilated():
+    layers = gpu_random_check.draws(SEED, 100, ("small",))
+    assert all(layer["n"] == 1 for layer in layers)
+    assert sum(layer["groups"] > 1 or max(layer["dilation"]) > 1 for layer in layers) > 50
 
 
 def test_draws_are_the_same_for_a_seed_and_differ_between_seeds():
