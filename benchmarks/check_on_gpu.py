@@ -9,7 +9,8 @@ A case that does not return within $CHECK_TIMEOUT_S seconds (120 unless
 set) fails: a fault on the GPU can leave a call hanging.
 
 Prints, per case, the largest error of each result over the largest
-magnitude of the reference (about 1e-3 or less is f16 rounding, 1e-2 bf16;
+magnitude of the reference, or the largest error itself where the
+reference is all zeros (about 1e-3 or less is f16 rounding, 1e-2 bf16;
 the e2e suite's bound per element is in iree_bwdconv/reference.py), and
 last the cases with an error above 2e-2: those `gpu_check.KNOWN_WRONG`
 lists apart, the others after "FAILED".
@@ -109,7 +110,8 @@ def _check_at(folder: Path, case: dict, memcheck: bool, batch: int, say_batch: b
     references = _reference(case, dy, x, w)
     for index, (like, name) in enumerate(zip(results, names)):
         got = _output(index, like).cuda().double()
-        errors.append(float((got - references[name]).abs().max() / references[name].abs().max()))
+        largest, error = references[name].abs().max(), (got - references[name]).abs().max()
+        errors.append(float(error / largest if largest > 0 else error))  # all zeros (every read in padding): absolute
     print(label, case["form"], " ".join(f"{n} {e:.2e}" for n, e in zip(names, errors)), notes[:2], flush=True)
     return all(e <= _BOUND for e in errors) and not any("ERROR SUMMARY: 0" not in n for n in notes if "SUMMARY" in n)
 
