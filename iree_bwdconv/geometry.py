@@ -74,6 +74,26 @@ def reads_only_padding(
     return True
 
 
+def slides_no_window(kernel: Sequence[int], output_sizes: Sequence[int]) -> bool:
+    """Whether a convolution slides its window along no dim: each dim has
+    one tap or one output position. Folded to their unit dims, its loops
+    are a 1x1 kernel's (one output position: the taps read fixed rows, a
+    reduction like the channels')."""
+    return all(k == 1 or o == 1 for k, o in zip(kernel, output_sizes))
+
+
+def windowless_reads(kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
+                     output_sizes: Sequence[int]) -> tuple[list[int], list[int]]:
+    """For a convolution that slides its window along no dim
+    (`slides_no_window`): per dim, the step between the input rows it reads
+    and their count, from row 0 of its (padded) input. One tap: the output
+    positions, a stride apart; one output position: the taps, a dilation
+    apart. Over those rows the convolution has no stride and no dilation."""
+    steps = [s if k == 1 else d for k, s, d in zip(kernel, stride, dilation)]
+    rows = [o if k == 1 else k for k, o in zip(kernel, output_sizes)]
+    return steps, rows
+
+
 def window_reads_source(
     source: int, windows: int, kernel: int, stride: int, padding: int, dilation: int
 ) -> bool:

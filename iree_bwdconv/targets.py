@@ -7,6 +7,8 @@ import contextlib
 import contextvars
 from typing import Iterator, Sequence
 
+from . import geometry
+
 TARGETS = ("cpu", "gfx942", "cuda")
 DEFAULT = "cpu"
 _current: contextvars.ContextVar[str] = contextvars.ContextVar("iree_bwdconv_target", default=DEFAULT)
@@ -54,6 +56,17 @@ def one_tap_half_on_gpu(dtype: str, kernel: Sequence[int]) -> bool:
     right in f32 (`benchmarks/gpu_check.py`). The patterns lower it in
     another form (col2im's matmul, the forward's im2col matmul) or in f32."""
     return half_precision_on_gpu(dtype) and all(k == 1 for k in kernel)
+
+
+def windowless_half_on_gpu(dtype: str, kernel: Sequence[int], output_sizes: Sequence[int]) -> bool:
+    """An f16/bf16 convolution on a GPU target that slides its window along
+    no dim though its kernel is wider than 1x1 (a dim of one output position,
+    `geometry.slides_no_window`). IREE folds those dims away and sees a 1x1
+    kernel: a transposed 3x1 kernel over one input row came out of the H100
+    62%-100% off in f16 and bf16, right in f32 (docs/performance.md, "Tiny
+    layers on the H100")."""
+    wider = any(k > 1 for k in kernel)
+    return half_precision_on_gpu(dtype) and wider and geometry.slides_no_window(kernel, output_sizes)
 
 
 def one_tap_strided_f32_on_gpu(dtype: str, kernel: Sequence[int], strides: Sequence[int], groups: int) -> bool:

@@ -328,3 +328,14 @@ def test_live_spans_hold_every_live_window() -> None:
         windows = {phases[axis].position_window(rows[axis]) for phases in live}
         assert start == min(s for s, _ in windows)
         assert start + length == max(s + n for s, n in windows)
+
+
+def test_a_window_slides_along_no_dim_where_each_dim_has_one_tap_or_one_output():
+    for k, s, d, p, n in configs():
+        out = geometry.conv_output_size(n, k, s, p, d)
+        reads = {(o, tap): o * s + tap * d for o in range(out) for tap in range(k)}
+        # the read index follows one loop alone: a 1x1 kernel's (taps fixed) or channels' (one output)
+        one_loop = len({o for o, _ in reads}) == 1 or len({tap for _, tap in reads}) == 1
+        assert geometry.slides_no_window([k], [out]) == one_loop
+    assert geometry.slides_no_window([3, 1], [1, 6]) and not geometry.slides_no_window([3, 1], [2, 6])
+    assert geometry.slides_no_window([1, 1, 1], [4, 5, 6]) and not geometry.slides_no_window([1, 3], [1, 2])
