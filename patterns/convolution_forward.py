@@ -14,7 +14,10 @@ code computed torch-mlir's named 1x1 convolution wrongly in f16 and bf16
 on the H100 (largest error 131% of the largest value), where the im2col
 matmul here (a transpose and the named matmul, for a 1x1 kernel) was
 right (`benchmarks/gpu_check.py`), and ran it 1.7x-6.3x slower in f32
-where strided (`targets.one_tap_strided_f32_on_gpu`).
+where strided (`targets.one_tap_strided_f32_on_gpu`). A wider kernel
+whose window slides along no dim (3x1 over 3 rows) is a 1x1 kernel to
+IREE, and was as wrong in f16 (105%): it takes the im2col matmul too
+(`targets.windowless_half_on_gpu`).
 Products accumulate in f32 for every dtype, and the bias is added before
 the one rounding.
 """
@@ -28,7 +31,7 @@ from torch_mlir.dialects import arith, linalg
 from torch_mlir.rewrite import PatternRewriter
 
 from iree_bwdconv import contraction_forms as forms
-from iree_bwdconv import gradients, group_split, targets, torch_ir
+from iree_bwdconv import geometry, gradients, group_split, targets, torch_ir
 from iree_bwdconv import linalg_builders as lb
 from iree_bwdconv.linalg_builders import PARALLEL
 from iree_bwdconv.spec import SUPPORTED_DTYPES
@@ -61,13 +64,33 @@ def _add_bias(value: ir.Value, bias: ir.Value) -> ir.Value:
     return result
 
 
+def _widened_groups(x: ir.Value, w: ir.Value, groups: int, kernel: Sequence[int], out_spatial: Sequence[int],
+                    strides: Sequence[int], dilations: Sequence[int]) -> ir.Value:
+    """A grouped f16/bf16 convolution on a GPU target whose window slides
+    along no dim (a 1x1 kernel among them), in f32: the rows it reads of the
+    padded input `x` copied in f32 (widened in the copy: IREE 3.13's GPU
+    codegen failed on a widening fused into a strided grouped contraction),
+    then one grouped convolution without stride or dilation. torch-mlir's
+    named grouped convolution of such a layer came out of the H100 117%-135%
+    off in f16; in f32 it was right."""
+    f32 = lb.element_type("f32")
+    steps, rows = geometry.windowless_reads(kernel, strides, dilations, out_spatial)
+    source = lb.subsample(x, steps, rows, f32)
+    channels, outputs = lb.sizes_of(x)[1], lb.sizes_of(w)[0]
+    source = lb.expand_dim(source, 1, (groups, channels // groups))
+    taps = lb.expand_dim(lb.convert(w, f32), 0, (groups, outputs // groups))
+    unit = [1] * len(kernel)
+    init = lb.zeros([lb.sizes_of(x)[0], groups, outputs // groups, *out_spatial], f32)
+    return lb.collapse_dims(forms.conv(source, taps, init, unit, unit), 1)
+
+
 def _one_group(x: ir.Value, w: ir.Value, out_spatial: Sequence[int],
-               strides: Sequence[int], dilations: Sequence[int]) -> ir.Value:
+               strides: Sequence[int], dilations: Sequence[int], gather: bool) -> ir.Value:
     """An ungrouped convolution of the padded input `x` [n, c, ...] with `w`
-    [f, c, k...], in f32."""
+    [f, c, k...], in f32: an im2col `gather` and the named matmul, or the
+    convolution generic."""
     acc = lb.element_type(gradients.ACCUMULATOR)
-    channels, kernel = lb.sizes_of(w)[1], lb.sizes_of(w)[2:]
-    if im2col_applies(channels, kernel, strides):
+    if gather:
         return forms.im2col_matmul(x, w, dilations, acc, strides, output_channels_first=True)
     init = lb.zeros([lb.sizes_of(x)[0], lb.sizes_of(w)[0], *out_spatial], acc)
     return forms.conv(x, w, init, strides, dilations)
@@ -88,12 +111,14 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
         dilations = torch_ir.constant_list(dilation, "dilation", torch_ir.constant_int)
     except torch_ir.PatternMismatch as err:
         return str(err)
-    gpu_forms = targets.one_tap_half_on_gpu(dtype, kernel) or targets.one_tap_strided_f32_on_gpu(
+    windowless = targets.windowless_half_on_gpu(dtype, kernel, out_spatial)
+    gpu_forms = targets.one_tap_half_on_gpu(dtype, kernel) or windowless or targets.one_tap_strided_f32_on_gpu(
         dtype, kernel, strides, groups_)
     if targets.current() != "cpu" and not gpu_forms:
         return (f"target {targets.current()}: torch-mlir's lowering keeps it (all but f16/bf16 1x1 kernels "
-                "and ungrouped strided 1x1 kernels in f32)")
-    if groups_ > 1 and not group_split.applies(groups_, c):
+                "or windows that slide along no dim, and ungrouped strided 1x1 kernels in f32)")
+    on_gpu = targets.current() != "cpu"
+    if groups_ > 1 and not (on_gpu or group_split.applies(groups_, c)):
         return (f"groups={groups_} with {c} input channels: depthwise, which IREE recognizes; split only "
                 f"with at least {group_split.MIN_CHANNELS_PER_GROUP} channels per group")
     if dtype not in SUPPORTED_DTYPES:
@@ -102,7 +127,7 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
         return "dynamic channel or spatial sizes, or negative padding"
     if not (len(strides) == len(pads) == len(dilations) == len(spatial)):
         return "stride, padding and dilation do not give one value per spatial dim"
-    if groups_ == 1 and not im2col_applies(c, kernel, strides):
+    if groups_ == 1 and not (windowless or im2col_applies(c, kernel, strides)):
         return (f"{c} input channels, stride 1, kernel {kernel}: torch-mlir's named convolution is "
                 "this form already")
 
@@ -110,10 +135,14 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
         x = lb.pad(torch_ir.to_builtin(input_), [0, 0, *pads], [0, 0, *pads])
         w = torch_ir.to_builtin(weight)
         c_g, f_g = c // groups_, f // groups_
-        parts = [_one_group(group_split.channel_slice(x, 1, g, c_g), group_split.channel_slice(w, 0, g, f_g),
-                            out_spatial, strides, dilations)
-                 for g in range(groups_)]
-        out = group_split.concat(parts, 1) if groups_ > 1 else parts[0]
+        gather = windowless or im2col_applies(c_g, kernel, strides)
+        if on_gpu and groups_ > 1:
+            out = _widened_groups(x, w, groups_, kernel, out_spatial, strides, dilations)
+        else:
+            parts = [_one_group(group_split.channel_slice(x, 1, g, c_g), group_split.channel_slice(w, 0, g, f_g),
+                                out_spatial, strides, dilations, gather)
+                     for g in range(groups_)]
+            out = group_split.concat(parts, 1) if groups_ > 1 else parts[0]
         if not torch_ir.is_none(bias):
             out = _add_bias(out, torch_ir.to_builtin(bias))
         out = lb.convert(out, lb.element_type(dtype))
