@@ -152,6 +152,14 @@ _LAYERS = (
     _layer("transposed_1x1_s2", 8, 64, 128, 14, 1, 2, 0, 1, "auto", kind="transposed"),
     _layer("transposed_3x3_s2", 8, 64, 64, 14, 3, 2, 1, 1, "auto", kind="transposed"),
     _layer("transposed_1x1_s2_g4", 8, 64, 128, 14, 1, 2, 0, 4, "auto", kind="transposed"),
+    # a window that slides along no dim (one input row, a kernel one wide): a 1x1 kernel to IREE
+    _layer("transposed_3x1_s3_h1", 1, 4, 6, (1, 6), (3, 1), 3, (0, 1), 2, "auto", kind="transposed", dilation=(2, 1)),
+    _layer("transposed_3x1_s2_h1_c64", 8, 64, 64, (1, 28), (3, 1), 2, 1, 1, "auto", kind="transposed"),
+    _layer("forward_3x1_h3", 8, 64, 64, (3, 28), (3, 1), 1, 0, 1, "auto", kind="forward"),
+    _layer("forward_3x1_h3_g4", 8, 64, 64, (3, 28), (3, 1), 1, 0, 4, "auto", kind="forward"),
+    _layer("forward_1x1_s1_g4", 8, 64, 128, 28, 1, 1, 0, 4, "auto", kind="forward"),
+    _layer("forward_1x1_s2_g4", 8, 64, 128, 28, 1, 2, 0, 4, "auto", kind="forward"),
+    _layer("forward_1x1_dw", 8, 64, 64, 28, 1, 1, 0, 64, "auto", kind="forward"),
     _layer("forward_1x1_s1", 8, 64, 128, 28, 1, 1, 0, 1, "auto", kind="forward"),
     _layer("forward_1x1_s2", 8, 64, 128, 28, 1, 2, 0, 1, "auto", kind="forward"),
     _layer("forward_3x3_s1", 8, 64, 64, 28, 3, 1, 1, 1, "auto", kind="forward"),
@@ -168,7 +176,7 @@ _BF16 = ("3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1",
          "1x1_s2_blocks_c64_v4", "1x1_s2_blocks_c72_v2_a8", "1x1_s2_blocks_c80_v4_a2", "1x1_s2_c200", "k1_s3_p1_1d",
          "1x1_s2_pairs_c32", "1x1_s2_pairs_c40_k72", "1x1_s2_pairs_c16_302x301", "1x1_s2_pairs_c32_a2",
          "1x1_s2_pairs_c32_a8", "1x1_s2_pairs_c136", "1x1_s2_pairs_c72_h29", "1x1_s2_pairs_c96_a8",
-         "1x1_s2_c12", "1x1_s1_k279", "1x1_s1_k1344", "k1x2_s2x1_d1x2_g3_n1")
+         "1x1_s2_c12", "1x1_s1_k279", "1x1_s1_k1344", "k1x2_s2x1_d1x2_g3_n1", "transposed_3x1_s3_h1")
 # Layers also compiled with a dynamic batch dim (the lowering keeps its
 # linalg forms there: no hand-written kernel, no extern dispatch), by dtype.
 _DYNAMIC = {
