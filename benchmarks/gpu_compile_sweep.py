@@ -41,13 +41,23 @@ def draw(rng: random.Random) -> Optional[dict]:
     groups = groups if c % groups == 0 and k % groups == 0 else 1
     transposed = rng.random() < 0.2
     output_padding = [rng.randrange(max(s, d)) if transposed else 0 for s, d in zip(stride, dilation)]
+    return layer(rng, (4, 8), c, k, sizes, kernel, stride, padding, dilation, groups, transposed, output_padding)
+
+
+def layer(rng: random.Random, images: Sequence[int], c: int, k: int, sizes: list[int], kernel: list[int],
+          stride: list[int], padding: list[int], dilation: list[int], groups: int, transposed: bool,
+          output_padding: list[int]) -> Optional[dict]:
+    """A drawn layer with its output sizes, or None where its output would
+    be empty; its batch (one of `images`, drawn unless there is one) and
+    dtype drawn last."""
     if transposed:
         out = geometry.transposed_output_size_nd(sizes, kernel, stride, padding, dilation, output_padding)
     else:
         out = geometry.conv_output_size_nd(sizes, kernel, stride, padding, dilation)
     if min(out) < 1:
         return None
-    return dict(n=rng.choice((4, 8)), c=c, k=k, sizes=sizes, out=list(out), kernel=kernel, stride=stride, padding=padding,
+    n = images[0] if len(images) == 1 else rng.choice(images)
+    return dict(n=n, c=c, k=k, sizes=sizes, out=list(out), kernel=kernel, stride=stride, padding=padding,
                 dilation=dilation, groups=groups, transposed=transposed, output_padding=output_padding,
                 dtype=rng.choice(("f16", "f16", "bf16", "f32")))
 

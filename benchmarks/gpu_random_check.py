@@ -40,7 +40,7 @@ from typing import Optional, Sequence
 from iree_bwdconv import functional, geometry, pipeline, targets
 from iree_bwdconv.errors import InvalidArgumentError, PipelineError
 
-from .gpu_compile_sweep import arguments, draw as draw_layer, spec_of, tensor_shapes
+from .gpu_compile_sweep import arguments, draw as draw_layer, layer as drawn_layer, spec_of, tensor_shapes
 
 _WORKERS = 2
 
@@ -94,15 +94,7 @@ def draw_small_layer(rng: random.Random) -> Optional[dict]:
     transposed = rng.random() < 0.25
     output_padding = [rng.randrange(max(s, d)) if transposed else 0 for s, d in zip(stride, dilation)]
     sizes = [rng.randint(1, 6) for _ in range(rank)]
-    if transposed:
-        out = geometry.transposed_output_size_nd(sizes, kernel, stride, padding, dilation, output_padding)
-    else:
-        out = geometry.conv_output_size_nd(sizes, kernel, stride, padding, dilation)
-    if min(out) < 1:
-        return None
-    return dict(n=1, c=c, k=k, sizes=sizes, out=list(out), kernel=kernel, stride=stride, padding=padding,
-                dilation=dilation, groups=groups, transposed=transposed, output_padding=output_padding,
-                dtype=rng.choice(("f16", "f16", "bf16", "f32")))
+    return drawn_layer(rng, (1,), c, k, sizes, kernel, stride, padding, dilation, groups, transposed, output_padding)
 
 
 FAMILIES = {"kernel": draw_kernel_layer, "kernel-large": lambda rng: draw_kernel_layer(rng, large=True),
