@@ -17,7 +17,9 @@ right (`benchmarks/gpu_check.py`), and ran it 1.7x-6.3x slower in f32
 where strided (`targets.one_tap_strided_f32_on_gpu`). A wider kernel
 whose window slides along no dim (3x1 over 3 rows) is a 1x1 kernel to
 IREE, and was as wrong in f16 (105%): it takes the im2col matmul too
-(`targets.windowless_half_on_gpu`).
+(`targets.windowless_half_on_gpu`). Grouped, either is one grouped
+convolution in f32 over the rows it reads (`_widened_groups`): torch-mlir's
+named grouped convolution of them was 117%-135% off in f16.
 Products accumulate in f32 for every dtype, and the bias is added before
 the one rounding.
 """
