@@ -49,6 +49,21 @@ def conv(
     return lb.contraction(source, filter_, init, maps, [PARALLEL] * (lead + r) + [REDUCTION] * (1 + r))
 
 
+def grouped_conv(source: ir.Value, filter_: ir.Value, groups: int, out_sizes: Sequence[int],
+                 strides: Sequence[int], dilations: Sequence[int], acc: ir.Type) -> ir.Value:
+    """`out[n,f,o] = sum source[n,c,o*s + k*d] * filter[f,c,k]` within each
+    of `groups` groups (channels split group-major, as torch's), in `acc`:
+    one convolution with the group dim split out (`conv`), the result's
+    channels merged back."""
+    channels, outputs = lb.sizes_of(source)[1], lb.sizes_of(filter_)[0]
+    if groups > 1:
+        source = lb.expand_dim(source, 1, (groups, channels // groups))
+        filter_ = lb.expand_dim(filter_, 0, (groups, outputs // groups))
+    per_group = [groups, outputs // groups] if groups > 1 else [outputs]
+    out = conv(source, filter_, lb.zeros([lb.sizes_of(source)[0], *per_group, *out_sizes], acc), strides, dilations)
+    return lb.collapse_dims(out, 1) if groups > 1 else out
+
+
 def matmul(lhs: ir.Value, rhs: ir.Value, init: ir.Value, named: bool = False) -> ir.Value:
     """`init[(g,)m,n] += lhs[(g,)m,k] * rhs[(g,)k,n]`: the maps of linalg.matmul
     (batch_matmul with a leading group dim), as a generic, or as the named

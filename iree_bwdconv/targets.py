@@ -60,13 +60,12 @@ def one_tap_half_on_gpu(dtype: str, kernel: Sequence[int]) -> bool:
 
 def windowless_half_on_gpu(dtype: str, kernel: Sequence[int], output_sizes: Sequence[int]) -> bool:
     """An f16/bf16 convolution on a GPU target that slides its window along
-    no dim though its kernel is wider than 1x1 (a dim of one output position,
-    `geometry.slides_no_window`). IREE folds those dims away and sees a 1x1
-    kernel: a transposed 3x1 kernel over one input row came out of the H100
-    62%-100% off in f16 and bf16, right in f32 (docs/performance.md, "Tiny
-    layers on the H100")."""
-    wider = any(k > 1 for k in kernel)
-    return half_precision_on_gpu(dtype) and wider and geometry.slides_no_window(kernel, output_sizes)
+    no dim (`geometry.slides_no_window`): a 1x1 kernel
+    (`one_tap_half_on_gpu`), or a wider one with a dim of one output
+    position. IREE folds those dims away and sees a 1x1 kernel: a transposed
+    3x1 kernel over one input row came out of the H100 62%-100% off in f16
+    and bf16, right in f32 (docs/performance.md, "Tiny layers on the H100")."""
+    return half_precision_on_gpu(dtype) and geometry.slides_no_window(kernel, output_sizes)
 
 
 def one_tap_strided_f32_on_gpu(dtype: str, kernel: Sequence[int], strides: Sequence[int], groups: int) -> bool:

@@ -1,10 +1,10 @@
 """grad_input of a transposed convolution: a strided forward convolution of
 grad_output with the weight as it is (already output channel first), so
 no zeros are inserted and no phases are needed. An f16/bf16 1x1 kernel on
-GPU targets is a GEMM over every stride-th element of grad_output instead,
-or its convolution widened to f32 (`targets.one_tap_half_on_gpu`); so is
-a wider kernel that slides along no dim (`targets.windowless_half_on_gpu`:
-the rows it reads copied in f32, then a convolution without stride); a
+GPU targets is a GEMM over every stride-th element of grad_output instead
+(`targets.one_tap_half_on_gpu`), or, like a wider kernel that slides along
+no dim (`targets.windowless_half_on_gpu`), the rows it reads copied in f32
+and a convolution over them without stride; a
 strided ungrouped one in f32 an im2col gather and the named matmul
 (`targets.one_tap_strided_f32_on_gpu`; wider kernels keep the strided
 convolution, which ran faster than im2col on five of six layers).
@@ -29,7 +29,6 @@ def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight:
     dx[n,g,c,i] = sum_{f,k} dyp[n,g,f,i*s+k*d] * w[g,c,f,k]
     """
     groups = spec.groups
-    c_in, f_out = spec.in_channels_per_group, spec.out_channels_per_group
     window = (spec.output_spatial, spec.input_spatial, spec.kernel, spec.stride, spec.padding, spec.dilation)
     if any(map(geometry.reads_only_padding, *window)):
         return gradients.zeros_like_input(spec, grad_output)
@@ -41,30 +40,19 @@ def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight:
     if targets.one_tap_strided_f32_on_gpu(spec.dtype, spec.kernel, stride, groups):
         acc = forms.im2col_matmul(dy, w, spec.dilation, acc_type, stride, output_channels_first=True)
         return lb.convert(acc, lb.element_type(spec.dtype))
-    if targets.one_tap_half_on_gpu(spec.dtype, spec.kernel):
-        if transposed_gemm_applies(spec):
-            return _transposed_one_tap_gemm(spec, dy, w)
-        # Widened in the copy that takes every stride-th element: IREE 3.13's
-        # GPU codegen failed on the widening fused into a strided grouped
-        # contraction ("failed to apply fusion + hoisting patterns").
-        f32 = lb.element_type("f32")
-        dy, w = lb.subsample(dy, stride, spec.input_spatial, f32), lb.convert(w, f32)
-        stride = tuple(1 for _ in stride)
-    elif targets.windowless_half_on_gpu(spec.dtype, spec.kernel, spec.input_spatial):
+    if targets.one_tap_half_on_gpu(spec.dtype, spec.kernel) and transposed_gemm_applies(spec):
+        return _transposed_one_tap_gemm(spec, dy, w)
+    if targets.windowless_half_on_gpu(spec.dtype, spec.kernel, spec.input_spatial):
         # Each dim reads one tap a stride apart, or the taps of one output
-        # position: those rows, copied in f32 (widened in the copy, as
-        # above), and a convolution over them without stride or dilation.
+        # position: those rows, copied in f32, and a convolution over them
+        # without stride or dilation. Widened in the copy: IREE 3.13's GPU
+        # codegen failed on the widening fused into a strided grouped
+        # contraction ("failed to apply fusion + hoisting patterns").
         f32 = lb.element_type("f32")
         steps, rows = geometry.windowless_reads(spec.kernel, stride, dilation, spec.input_spatial)
         dy, w = lb.subsample(dy, steps, rows, f32), lb.convert(w, f32)
         stride = dilation = tuple(1 for _ in stride)
-    if groups > 1:
-        dy, w = lb.expand_dim(dy, 1, (groups, f_out)), lb.expand_dim(w, 0, (groups, c_in))
-    channels = [groups, c_in] if groups > 1 else [c_in]
-    init = lb.zeros([lb.sizes_of(grad_output)[0], *channels, *spec.input_spatial], acc_type)
-    acc = forms.conv(dy, w, init, stride, dilation)
-    if groups > 1:
-        acc = lb.collapse_dims(acc, 1)
+    acc = forms.grouped_conv(dy, w, groups, spec.input_spatial, stride, dilation, acc_type)
     return lb.convert(acc, lb.element_type(spec.dtype))
 
 

@@ -77,13 +77,9 @@ def _widened_groups(x: ir.Value, w: ir.Value, groups: int, kernel: Sequence[int]
     off in f16; in f32 it was right."""
     f32 = lb.element_type("f32")
     steps, rows = geometry.windowless_reads(kernel, strides, dilations, out_spatial)
-    source = lb.subsample(x, steps, rows, f32)
-    channels, outputs = lb.sizes_of(x)[1], lb.sizes_of(w)[0]
-    source = lb.expand_dim(source, 1, (groups, channels // groups))
-    taps = lb.expand_dim(lb.convert(w, f32), 0, (groups, outputs // groups))
     unit = [1] * len(kernel)
-    init = lb.zeros([lb.sizes_of(x)[0], groups, outputs // groups, *out_spatial], f32)
-    return lb.collapse_dims(forms.conv(source, taps, init, unit, unit), 1)
+    return forms.grouped_conv(lb.subsample(x, steps, rows, f32), lb.convert(w, f32), groups, out_spatial, unit, unit,
+                              f32)
 
 
 def _one_group(x: ir.Value, w: ir.Value, out_spatial: Sequence[int],
@@ -114,8 +110,7 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
     except torch_ir.PatternMismatch as err:
         return str(err)
     windowless = targets.windowless_half_on_gpu(dtype, kernel, out_spatial)
-    gpu_forms = targets.one_tap_half_on_gpu(dtype, kernel) or windowless or targets.one_tap_strided_f32_on_gpu(
-        dtype, kernel, strides, groups_)
+    gpu_forms = windowless or targets.one_tap_strided_f32_on_gpu(dtype, kernel, strides, groups_)
     if targets.current() != "cpu" and not gpu_forms:
         return (f"target {targets.current()}: torch-mlir's lowering keeps it (all but f16/bf16 1x1 kernels "
                 "or windows that slide along no dim, and ungrouped strided 1x1 kernels in f32)")
