@@ -262,7 +262,6 @@ def prepare(folder: Path, only: Sequence[str] = ()) -> None:
         (folder / f"{case.name}.vmfb").write_bytes(pipeline.iree_compile(_mlir(case), "cuda", flags))
         print(case.name, flush=True)
     described = [dict(case._asdict(), shapes=shapes(case), arguments=arguments(case),
-                      batches=[case.n, case.n + 1] if case.dynamic_batch else [case.n],
                       known_wrong=KNOWN_WRONG.get(case.name)) for case in cases]
     (folder / "cases.json").write_text(json.dumps(described, indent=1))
 

@@ -34,8 +34,7 @@ def test_a_dynamic_batch_case_runs_at_each_of_its_batch_sizes(monkeypatch, tmp_p
 
     monkeypatch.setattr(check_on_gpu.subprocess, "run", runs)
     case = next(c for c in gpu_check.CASES if c.dynamic_batch and c.dtype == "f16")
-    described = dict(case._asdict(), shapes=gpu_check.shapes(case), arguments=gpu_check.arguments(case),
-                     batches=[case.n, case.n + 1])
+    described = dict(case._asdict(), shapes=gpu_check.shapes(case), arguments=gpu_check.arguments(case))
     assert not check_on_gpu.check(tmp_path, described, memcheck=False)
     assert [shape[0] for shape in seen] == [case.n, case.n + 1]
     assert all(shape[1:] == tuple(described["shapes"]["dy"][1:]) for shape in seen)
