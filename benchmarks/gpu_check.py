@@ -18,7 +18,7 @@ from typing import NamedTuple, Sequence
 
 import torch
 
-from iree_bwdconv import functional, geometry, lowering, pipeline
+from iree_bwdconv import functional, geometry, lowering
 
 from . import modules
 
@@ -162,6 +162,9 @@ _LAYERS = (
     _layer("forward_1x1_dw", 8, 64, 64, 28, 1, 1, 0, 64, "auto", kind="forward"),
     _layer("forward_3x3_s1_g4", 8, 64, 64, 28, 3, 1, 1, 4, "auto", kind="forward"),  # torch-mlir's, a window
     _layer("forward_3x3_s2_g4", 8, 64, 64, 28, 3, 2, 1, 4, "auto", kind="forward"),
+    _layer("forward_3x3_dw_s1", 8, 64, 64, 28, 3, 1, 1, 64, "auto", kind="forward"),  # torch-mlir's, a window
+    _layer("forward_3x3_dw_s2", 8, 64, 64, 28, 3, 2, 1, 64, "auto", kind="forward"),
+    _layer("forward_7x7_dw", 8, 64, 64, 28, 7, 1, 3, 64, "auto", kind="forward"),
     _layer("forward_1x1_s1", 8, 64, 128, 28, 1, 1, 0, 1, "auto", kind="forward"),
     _layer("forward_1x1_s2", 8, 64, 128, 28, 1, 2, 0, 1, "auto", kind="forward"),
     _layer("forward_3x3_s1", 8, 64, 64, 28, 3, 1, 1, 1, "auto", kind="forward"),
@@ -257,12 +260,15 @@ def prepare(folder: Path, only: Sequence[str] = ()) -> None:
     """Every case, or those whose name holds one of `only`."""
     folder.mkdir(parents=True, exist_ok=True)
     cases = [case for case in CASES if not only or any(part in case.name for part in only)]
+    refused = {}
     for case in cases:
         flags = ("--iree-input-type=torch",) if case.kind == "upstream" else ()
-        (folder / f"{case.name}.vmfb").write_bytes(pipeline.iree_compile(_mlir(case), "cuda", flags))
-        print(case.name, flush=True)
+        vmfb, wrong = modules.compiled(_mlir(case), "cuda", flags)  # known-wrong code is checked as given
+        (folder / f"{case.name}.vmfb").write_bytes(vmfb)
+        refused[case.name] = wrong
+        print(case.name, f"refused as wrong code: {wrong}" if wrong else "", flush=True)
     described = [dict(case._asdict(), shapes=shapes(case), arguments=arguments(case),
-                      known_wrong=KNOWN_WRONG.get(case.name)) for case in cases]
+                      known_wrong=KNOWN_WRONG.get(case.name), wrong_code=refused[case.name]) for case in cases]
     (folder / "cases.json").write_text(json.dumps(described, indent=1))
 
 

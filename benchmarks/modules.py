@@ -7,13 +7,13 @@ import contextlib
 import functools
 import os
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterator, Optional, Sequence
 from unittest import mock
 
 import torch
 
 from iree_bwdconv import lowering, pipeline, tap_tables
-from iree_bwdconv.errors import PipelineError
+from iree_bwdconv.errors import PipelineError, WrongCodeError
 from iree_bwdconv.functional import ConvolutionBackward, spec_of
 from iree_bwdconv.patterns import convolution_backward_phases as phases
 
@@ -89,15 +89,32 @@ def input_specs(shape: Shape) -> list[str]:
     return ["x".join(map(str, t.shape)) + "x" + shape.dtype for t in example_tensors(shape)]
 
 
+def compiled(text: str, target: str, flags: Sequence[str] = ()) -> tuple[bytes, Optional[str]]:
+    """`text` compiled for `target`, and None; or, where `pipeline` refuses
+    the code as wrong (upstream's f16 1x1 layers, forms forced on a layer),
+    the code compiled as given, to be timed or checked, and why it was
+    refused."""
+    try:
+        return pipeline.iree_compile(text, target, tuple(flags)), None
+    except WrongCodeError as err:
+        why = err.diagnostics.strip().splitlines()[-1][:200]
+        return pipeline.iree_compile(text, target, tuple(flags), as_given=True), why
+
+
 def compiled_entry(folder: Path, text: str, target: str, flags: Sequence[str] = (), **entry) -> dict:
     """A manifest entry for run_on_gpu.py: `text` compiled into
     folder/entry["vmfb"], or the first line of the compiler's error (a form
-    that does not compile is a result too)."""
+    that does not compile is a result too); code refused as wrong is
+    compiled as given and marked `wrong_code` (`compiled`)."""
     try:
-        (folder / entry["vmfb"]).write_bytes(pipeline.iree_compile(text, target, flags))
+        vmfb, wrong = compiled(text, target, flags)
+        (folder / entry["vmfb"]).write_bytes(vmfb)
+        if wrong:
+            entry["wrong_code"] = wrong
     except PipelineError as err:
         entry["compile_error"] = err.diagnostics.strip().splitlines()[0][:200]
-    print(entry["vmfb"], entry.get("compile_error", "ok"), flush=True)
+    said = entry.get("compile_error") or ("ok, wrong code" if "wrong_code" in entry else "ok")
+    print(entry["vmfb"], said, flush=True)
     return entry
 
 

@@ -18,6 +18,7 @@ from .errors import (
     PipelineError,
     PlainFormsWarning,
     UnsupportedDtypeError,
+    WrongCodeError,
 )
 
 _LAZY = {
@@ -34,6 +35,7 @@ __all__ = [
     "PipelineError",
     "PlainFormsWarning",
     "UnsupportedDtypeError",
+    "WrongCodeError",
     *_LAZY,
 ]
 

@@ -8,8 +8,10 @@ for more shared memory than the chip has at 64 positions and compiled at
 forms"). Where the usual forms fail to compile, the same op is lowered
 again in the plain forms (`targets.plain_forms`: the direct grad_input,
 weight gradients in one sum) and compiled; a warning says so and where the
-failure's IR and command are. If the plain forms fail too, the first
-failure is raised: it is the one a fix of the rules starts from.
+failure's IR and command are. The same holds where the usual forms
+compile to code that `pipeline` refuses as wrong (`WrongCodeError`). If
+the plain forms fail too, the first failure is raised: it is the one a
+fix of the rules starts from.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import warnings
 from typing import Callable
 
 from . import pipeline, targets
-from .errors import PipelineError, PlainFormsWarning
+from .errors import PipelineError, PlainFormsWarning, WrongCodeError
 
 
 def compile_lowering(lower: Callable[[], str], target: str) -> bytes:
@@ -39,8 +41,9 @@ def compile_lowering(lower: Callable[[], str], target: str) -> bytes:
         vmfb = pipeline.iree_compile(plain, target)
     except PipelineError as second:
         raise first from second
+    what = "would compute the lowering's usual forms wrongly" if isinstance(first, WrongCodeError) else "failed on the lowering's usual forms"
     warnings.warn(
-        f"iree-compile for {target} failed on the lowering's usual forms and compiled in its plain forms, "
+        f"iree-compile for {target} {what} and compiled in its plain forms, "
         f"which may run slower. The failing IR was saved to {first.repro_path}\n"
         f"Reproduce with:\n  {first.command}",
         PlainFormsWarning,

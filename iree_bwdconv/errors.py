@@ -43,6 +43,25 @@ class PipelineError(BwdConvError):
         )
 
 
+class WrongCodeError(PipelineError):
+    """iree-compile succeeded, but its code holds a dispatch of a kind that
+    IREE 3.13 is known to compute wrongly for the target (`mma_order`), so
+    the module is refused rather than run. `repro_path` and `command` are
+    as `PipelineError`'s; the command also dumps IREE's configured
+    dispatches, where the dispatch named can be read."""
+
+    def __init__(self, stage: str, diagnostics: str, repro_path: str, command: str) -> None:
+        BwdConvError.__init__(
+            self,
+            f"{stage}: refused, IREE's code for it would compute wrong numbers.\n{diagnostics.strip()}\n\n"
+            f"The input IR was saved to {repro_path}\nReproduce with:\n  {command}",
+        )
+        self.stage = stage
+        self.diagnostics = diagnostics
+        self.repro_path = repro_path
+        self.command = command
+
+
 class PlainFormsWarning(UserWarning):
     """iree-compile failed on the forms the rules picked for a GPU target, and
     the module was compiled in the plain forms instead (`compile_fallback`).

@@ -7,6 +7,9 @@ stack). Files go to $IREE_BWDCONV_REPRO_DIR, else a temp folder.
 A module compiled for the CPU first gets `cpu_conv_store`'s copies, where
 IREE 3.13's CPU code would store a convolution's result wrongly, whatever
 made the module (the lowering, a GPU target's form run on the CPU, a test).
+A module compiled for CUDA is refused (`WrongCodeError`) where IREE's
+configured dispatches hold a contraction its CUDA code computes wrongly
+(`mma_order`), whatever made it.
 """
 
 from __future__ import annotations
@@ -17,13 +20,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
-from . import cpu_conv_store
-from .errors import PipelineError
+from . import cpu_conv_store, mma_order
+from .errors import PipelineError, WrongCodeError
 
 TORCH_BACKEND = "torchdynamo-export-to-torch-backend-pipeline"
 LINALG_BACKEND = "torch-backend-to-linalg-on-tensors-backend-pipeline"
@@ -103,8 +107,11 @@ def load_torch_conversion_dialect(context: ir.Context) -> None:
 
 def iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...] = (), *, as_given: bool = False) -> bytes:
     """Compile MLIR text (linalg on tensors) to a .vmfb for `target`
-    (`as_given`: without the CPU's copies, to show what they are for)."""
-    return _run_iree_compile(mlir if as_given else _for_target(mlir, target), target, extra_flags, "module.vmfb")
+    (`as_given`: without the CPU's copies or CUDA's refusal, to show what
+    they are for, or to time code known to be wrong)."""
+    if as_given:
+        return _run_iree_compile(mlir, target, extra_flags, "module.vmfb", judged=False)
+    return _run_iree_compile(_for_target(mlir, target), target, extra_flags, "module.vmfb")
 
 
 def iree_compile_to(mlir: str, target: str, phase: str, extra_flags: tuple[str, ...] = ()) -> str:
@@ -117,20 +124,44 @@ def _for_target(mlir: str, target: str) -> str:
     return cpu_conv_store.guard(mlir) if target == "cpu" else mlir
 
 
-def _run_iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...], output: str) -> bytes:
+CONFIGURATIONS_FLAG = "--iree-hal-dump-executable-configurations-to"
+# The targets whose configured dispatches `mma_order` judges: where its
+# fault was seen (gfx942's MFMA code has never run here).
+JUDGED_TARGETS = ("cuda",)
+
+
+def _run_iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...], output: str, judged: bool = True) -> bytes:
     if target not in TARGET_FLAGS:
         raise ValueError(f"target={target!r}: expected one of {', '.join(TARGET_FLAGS)}")
     flags = [*TARGET_FLAGS[target], *extra_flags]
+    wrong: list[mma_order.Misordered] = []
     with tempfile.TemporaryDirectory() as tmp:
         src, out = Path(tmp) / "input.mlir", Path(tmp) / output
         src.write_text(mlir)
+        configured, dump = _configurations(flags, Path(tmp) / "configured") if judged and target in JUDGED_TARGETS else (None, [])
+        started = time.time() - 1.0  # file times tick coarser than time.time()
         proc = subprocess.run(
-            [_tool("iree-compile"), *flags, str(src), "-o", str(out)],
+            [_tool("iree-compile"), *flags, *dump, str(src), "-o", str(out)],
             capture_output=True,
             text=True,
         )
         if proc.returncode == 0:
-            return out.read_bytes()
+            wrong = mma_order.misordered_in(configured, started) if configured and configured.is_dir() else []
+            if not wrong:
+                return out.read_bytes()
     path = _save(mlir, f"iree-compile-{target}")
     command = shlex.join([_tool("iree-compile"), *flags, str(path), "-o", f"{path.with_suffix('')}.{output.split('.')[-1]}"])
+    if wrong:
+        shown = f"{CONFIGURATIONS_FLAG}={path.with_suffix('')}-configured"
+        said = "\n".join(["IREE 3.13's CUDA code computes these contractions wrongly in f16 and bf16 "
+                          "(the innermost loop of N before M's; see iree_bwdconv/mma_order.py):", *map(str, wrong)])
+        raise WrongCodeError(f"iree-compile for target {target}", said, str(path), f"{command} {shown}")
     raise PipelineError(f"iree-compile for target {target}", proc.stderr, str(path), command)
+
+
+def _configurations(flags: list[str], ours: Path) -> tuple[Path, list[str]]:
+    """Where iree-compile will write its configured dispatches, and the flag
+    that asks for them: the caller's folder where its flags name one (the
+    flag may be given once), else `ours`."""
+    named = [flag.split("=", 1)[1] for flag in flags if flag.startswith(CONFIGURATIONS_FLAG + "=")]
+    return (Path(named[-1]), []) if named else (ours, [f"{CONFIGURATIONS_FLAG}={ours}"])

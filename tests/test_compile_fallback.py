@@ -13,7 +13,7 @@ import iree_bwdconv.patterns.convolution_backward_phases as phases_pattern
 from benchmarks import gpu_compile_sweep
 from e2e_tests.harness import EXECUTABLE_FORMATS
 from iree_bwdconv import compile_fallback, functional, gradients, pipeline, targets
-from iree_bwdconv.errors import PipelineError, PlainFormsWarning
+from iree_bwdconv.errors import PipelineError, PlainFormsWarning, WrongCodeError
 
 from specs import spec_nd
 
@@ -52,6 +52,17 @@ class _Compiler:
         return mlir.encode()
 
 
+class _WrongCodeCompiler(_Compiler):
+    """pipeline.iree_compile that refuses the calls numbered in `failing`
+    as code IREE computes wrongly."""
+
+    def __call__(self, mlir: str, target: str) -> bytes:
+        try:
+            return super().__call__(mlir, target)
+        except PipelineError as error:
+            raise WrongCodeError(error.stage, "N before M", error.repro_path, error.command) from None
+
+
 def _lower() -> str:
     return "plain" if targets.plain_forms() else "usual"
 
@@ -62,6 +73,17 @@ def test_a_failed_gpu_compile_is_tried_again_in_the_plain_forms(monkeypatch):
     with pytest.warns(PlainFormsWarning, match="/repro/1.mlir"):
         assert compile_fallback.compile_lowering(_lower, "gfx942") == b"plain"
     assert compiler.inputs == ["usual", "plain"]
+
+
+def test_usual_forms_refused_as_wrong_code_are_tried_again_in_the_plain_forms(monkeypatch):
+    compiler = _WrongCodeCompiler({1})
+    monkeypatch.setattr(pipeline, "iree_compile", compiler)
+    with pytest.warns(PlainFormsWarning, match="would compute the lowering's usual forms wrongly"):
+        assert compile_fallback.compile_lowering(_lower, "cuda") == b"plain"
+    compiler = _WrongCodeCompiler({1, 2})
+    monkeypatch.setattr(pipeline, "iree_compile", compiler)
+    with pytest.raises(WrongCodeError, match="/repro/1.mlir"):
+        compile_fallback.compile_lowering(_lower, "cuda")
 
 
 def test_no_second_try_where_the_first_compiles_or_the_target_is_the_cpu(monkeypatch):

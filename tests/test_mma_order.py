@@ -1,0 +1,144 @@
+"""`mma_order`: the contractions IREE 3.13's CUDA code computes wrongly in
+f16/bf16 (the innermost loop of N before M's), judged on IREE's configured
+dispatches, and `pipeline` refusing a CUDA module that holds one.
+
+Which orders are wrong was measured on an H100
+(`benchmarks/results/h100_mma_order_2026-11-27.txt`: 48 cases, the flag
+and the numbers agreeing on each); the tests below pin the judgment to
+those cases."""
+
+from __future__ import annotations
+
+import itertools
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from benchmarks import gpu_check
+from benchmarks import mma_order as grid
+from iree_bwdconv import mma_order, pipeline
+from iree_bwdconv.errors import WrongCodeError
+
+GEMM = ([0, 2], [2, 1], [0, 1])  # A[m, k], B[k, n] -> C[m, n]: loops (m, n, k)
+
+
+def _roles_by_brute_force(maps, num_dims):
+    """Each dim's role from where it appears, or None for a dim of the
+    result alone, or any map with another expression."""
+    if any(d is None for operand in maps for d in operand):
+        return None
+    lhs, rhs, result = (set(m) for m in maps)
+    named = {(1, 1, 1): "batch", (1, 0, 1): "m", (0, 1, 1): "n", (1, 1, 0): "k"}
+    roles = {"batch": [], "m": [], "n": [], "k": []}
+    for d in range(num_dims):
+        role = named.get((d in lhs, d in rhs, d in result))
+        if role is None:
+            return None
+        roles[role].append(d)
+    return roles
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(range(4))))
+def test_roles_of_every_loop_order_of_a_batched_gemm(order):
+    b, m, n, k = order
+    maps = ([b, k, m], [b, k, n], [b, n, m])
+    roles = mma_order.dim_roles(*maps, num_dims=4)
+    assert roles == mma_order.DimRoles((b,), (m,), (n,), (k,))
+    assert mma_order.n_before_m(roles) == (n < m)
+
+
+@pytest.mark.parametrize("maps", [
+    GEMM,
+    ([2, 0, 3], [3, 1], [2, 1, 0]),  # a batch of A and C alone is a dim of M
+    ([1, 4], [0, 4, 2, 3], [0, 1, 2, 3]),  # the weight-first GEMM: images (N) first, its positions after M
+    ([0, 2, 4], [4, 1], [0, 1, 2]),  # M of two dims, the inner one after N
+    ([0, 4, 1], [4, 2, 3], [0, 1, 2, 3]),
+    ([0, None], [3, 1], [0, 1]),  # a window: not a contraction
+    ([0, 3], [3, 1], [0, 1, 2]),  # a dim of the result alone
+    ([0, 2, 3], [3, 1], [0, 1]),  # a reduction of the first operand alone
+])
+def test_roles_against_brute_force(maps):
+    num_dims = 1 + max(d for operand in maps for d in operand if d is not None)
+    expected = _roles_by_brute_force(maps, num_dims)
+    roles = mma_order.dim_roles(*maps, num_dims=num_dims)
+    if expected is None:
+        assert roles is None
+    else:
+        assert roles == mma_order.DimRoles(*(tuple(expected[r]) for r in ("batch", "m", "n", "k")))
+
+
+def test_only_the_innermost_dims_of_m_and_n_count():
+    weight_first = mma_order.dim_roles([1, 4], [0, 4, 2, 3], [0, 1, 2, 3], 5)
+    assert not mma_order.n_before_m(weight_first)  # right on the H100 (every 1x1 gpu_check case)
+    inner_m_last = mma_order.dim_roles([0, 2, 3], [3, 1], [0, 1, 2], 4)
+    assert mma_order.n_before_m(inner_m_last)
+    assert not mma_order.n_before_m(mma_order.dim_roles(*GEMM, 3))
+
+
+def _case(name_part: str) -> dict:
+    (case,) = [c for c in grid.cases() if c["name"].endswith(name_part) and c["sizes"] == grid.SIZES[0]
+               and c["dtype"] == "f16"]
+    return case
+
+
+@pytest.fixture(autouse=True)
+def repro_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("IREE_BWDCONV_REPRO_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_a_cuda_module_whose_dispatch_runs_n_before_m_is_refused(repro_dir):
+    text = grid.module_text(_case("Abkm_Bkn_Cbnm_bnmk"))  # 1.35 of the largest value off on the H100
+    with pytest.raises(WrongCodeError) as err:
+        pipeline.iree_compile(text, "cuda")
+    assert "matmul_like_2x128x256x192_f16xf16xf32" in str(err.value) and "N before M" in str(err.value)
+    saved = Path(err.value.repro_path)
+    assert saved.parent == repro_dir and saved.read_text() == text
+    # The command compiles (the code is wrong, not missing) and dumps the dispatch named.
+    rerun = subprocess.run(shlex.split(err.value.command), capture_output=True, text=True)
+    assert rerun.returncode == 0, rerun.stderr
+    dumped = Path(err.value.command.split(pipeline.CONFIGURATIONS_FLAG + "=")[1])
+    assert mma_order.misordered_in(dumped)
+
+
+def test_the_same_contraction_in_gemm_order_compiles():
+    assert pipeline.iree_compile(grid.module_text(_case("Abkm_Bkn_Cbnm_bmnk")), "cuda")
+
+
+def test_the_order_judged_is_the_dispatch_one_after_irees_folding():
+    # N before M as written, but IREE folds the batch into M (A [b, m, k],
+    # C [b, m, n]) and the dispatch runs (bm, n, k): right on the H100.
+    assert pipeline.iree_compile(grid.module_text(_case("Abmk_Bkn_Cbmn_bnmk")), "cuda")
+
+
+def test_a_folder_the_caller_names_is_judged_too(tmp_path):
+    flag = f"{pipeline.CONFIGURATIONS_FLAG}={tmp_path / 'mine'}"
+    with pytest.raises(WrongCodeError):
+        pipeline.iree_compile(grid.module_text(_case("Abkm_Bkn_Cbnm_bnmk")), "cuda", (flag,))
+    assert list((tmp_path / "mine").glob("*.mlir"))
+
+
+@pytest.mark.parametrize("target", ["cpu", "gfx942"])
+def test_other_targets_are_not_judged(target):
+    assert pipeline.iree_compile(grid.module_text(_case("Abkm_Bkn_Cbnm_bnmk")), target)
+
+
+
+# gpu_check's known-wrong cases and their right neighbours (each right on
+# the H100 when last run): the refusal picks out exactly the wrong ones.
+_NEIGHBOURS = ("1x1_s2_g4_direct_f16", "1x1_s2_g4_f16", "upstream_1x1_s1_f16", "upstream_1x1_s1_f32",
+               "upstream_3x3_s2_c64_f16", "1x1_s1_f16", "forward_1x1_s1_f16", "transposed_1x1_s2_f16")
+
+
+@pytest.mark.parametrize("name", _NEIGHBOURS)
+def test_the_cuda_refusal_picks_out_gpu_checks_known_wrong_cases(name):
+    case = next(c for c in gpu_check.CASES if c.name == name)
+    flags = ("--iree-input-type=torch",) if case.kind == "upstream" else ()
+    known_wrong = name in gpu_check.KNOWN_WRONG
+    if known_wrong:
+        with pytest.raises(WrongCodeError):
+            pipeline.iree_compile(gpu_check._mlir(case), "cuda", flags)
+    else:
+        assert pipeline.iree_compile(gpu_check._mlir(case), "cuda", flags)
