@@ -38,6 +38,11 @@ class DimRoles:
     k: tuple[int, ...]  # both operands', not the result's
 
 
+# Where a dim appears (first operand, second operand, result) -> its role.
+_ROLE_BY_PLACES = {(True, True, True): "batch", (True, False, True): "m", (False, True, True): "n",
+                   (True, True, False): "k"}
+
+
 def dim_roles(lhs: Sequence[Optional[int]], rhs: Sequence[Optional[int]],
               result: Sequence[Optional[int]], num_dims: int) -> Optional[DimRoles]:
     """Each argument is an operand's indexing map as the loop dim of each
@@ -47,21 +52,20 @@ def dim_roles(lhs: Sequence[Optional[int]], rhs: Sequence[Optional[int]],
     operands = (lhs, rhs, result)
     if any(dim is None for operand in operands for dim in operand):
         return None
-    roles: dict[tuple[bool, bool, bool], list[int]] = {}
+    dims: dict[str, list[int]] = {"batch": [], "m": [], "n": [], "k": []}
     for dim in range(num_dims):
-        roles.setdefault(tuple(dim in operand for operand in operands), []).append(dim)
-    known = {(True, True, True), (True, False, True), (False, True, True), (True, True, False)}
-    if set(roles) - known:
-        return None
-    pick = lambda *key: tuple(roles.get(key, ()))  # noqa: E731
-    return DimRoles(pick(True, True, True), pick(True, False, True), pick(False, True, True), pick(True, True, False))
+        role = _ROLE_BY_PLACES.get(tuple(dim in operand for operand in operands))
+        if role is None:
+            return None
+        dims[role].append(dim)
+    return DimRoles(**{role: tuple(found) for role, found in dims.items()})
 
 
 def n_before_m(roles: DimRoles) -> bool:
     """Whether N's innermost loop comes before M's: the order IREE 3.13's
-    CUDA MMA code gets wrong (its intrinsics take the innermost dim of
-    each; an outer dim of N before M, as the images of a GEMM with the
-    weight first, is right)."""
+    CUDA MMA code gets wrong. Only the innermost dim of each counts: an
+    outer dim of N before M, as the images of the GEMM with the weight
+    first, was right."""
     return bool(roles.m and roles.n) and max(roles.n) < max(roles.m)
 
 
@@ -74,7 +78,7 @@ class Misordered:
     roles: DimRoles
 
     def __str__(self) -> str:
-        return (f"{self.dispatch}: loops {self.roles} (N before M), indexing maps {self.maps}")
+        return f"{self.dispatch}: loops {self.roles} (N before M), indexing maps {self.maps}"
 
 
 def _dims_of(map_attr: ir.Attribute) -> tuple[list[Optional[int]], int]:

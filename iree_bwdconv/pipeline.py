@@ -138,7 +138,8 @@ def _run_iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...], outp
     with tempfile.TemporaryDirectory() as tmp:
         src, out = Path(tmp) / "input.mlir", Path(tmp) / output
         src.write_text(mlir)
-        configured, dump = _configurations(flags, Path(tmp) / "configured") if judged and target in JUDGED_TARGETS else (None, [])
+        judge = judged and target in JUDGED_TARGETS
+        configured, dump = _configurations(flags, Path(tmp) / "configured") if judge else (None, [])
         started = time.time() - 1.0  # file times tick coarser than time.time()
         proc = subprocess.run(
             [_tool("iree-compile"), *flags, *dump, str(src), "-o", str(out)],
@@ -152,10 +153,11 @@ def _run_iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...], outp
     path = _save(mlir, f"iree-compile-{target}")
     command = shlex.join([_tool("iree-compile"), *flags, str(path), "-o", f"{path.with_suffix('')}.{output.split('.')[-1]}"])
     if wrong:
-        shown = f"{CONFIGURATIONS_FLAG}={path.with_suffix('')}-configured"
+        # The command dumps the configured dispatches too (to the caller's folder where it named one).
+        shown = f" {CONFIGURATIONS_FLAG}={path.with_suffix('')}-configured" if dump else ""
         said = "\n".join(["IREE 3.13's CUDA code computes these contractions wrongly in f16 and bf16 "
                           "(the innermost loop of N before M's; see iree_bwdconv/mma_order.py):", *map(str, wrong)])
-        raise WrongCodeError(f"iree-compile for target {target}", said, str(path), f"{command} {shown}")
+        raise WrongCodeError(f"iree-compile for target {target}", said, str(path), command + shown)
     raise PipelineError(f"iree-compile for target {target}", proc.stderr, str(path), command)
 
 
