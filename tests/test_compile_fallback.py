@@ -12,7 +12,7 @@ import torch
 import iree_bwdconv.patterns.convolution_backward_phases as phases_pattern
 from benchmarks import gpu_compile_sweep
 from e2e_tests.harness import EXECUTABLE_FORMATS
-from iree_bwdconv import compile_fallback, functional, gradients, pipeline, targets
+from iree_bwdconv import compile_fallback, functional, gradients, pipeline, reference, runtime, targets
 from iree_bwdconv.errors import PipelineError, PlainFormsWarning, WrongCodeError
 
 from specs import spec_nd
@@ -133,3 +133,24 @@ def test_layers_gfx942_refused_compile_in_the_plain_forms(layer):
         vmfb = functional.compiled_vmfb(configuration, (layer["k"],), "gfx942")
     embedded = zipfile.ZipFile(io.BytesIO(vmfb)).namelist()
     assert "module.fb" in embedded and any(EXECUTABLE_FORMATS["gfx942"] in name for name in embedded), embedded
+
+
+def test_the_plain_direct_form_widens_a_window_that_slides_along_no_dim():
+    # A tiny random draw (gpu_random_check seed 20261203, the 188th): one
+    # input plane along the 2-tap dim, 1-tap dims elsewhere. Its plain
+    # direct grad_input in f16 was refused on CUDA (mma_order: IREE folds
+    # it to a contraction with grad_output first), and 121% off on the H100
+    # compiled as given. Widened to f32, it compiles and is right.
+    generator = torch.Generator().manual_seed(0)
+    dy = torch.randn(1, 6, 1, 8, 3, generator=generator).half()
+    x = torch.randn(1, 6, 1, 4, 4, generator=generator).half()
+    w = torch.randn(6, 2, 2, 1, 1, generator=generator).half()
+    arguments = (None, [3, 1, 3], [1, 2, 2], [1, 1, 2], False, [0, 0, 0], 3, [True, True, False])
+    configuration = functional.spec_of(dy, x, w, *arguments)
+    with targets.lowering_for("cuda"), targets.lowering_plain_forms():
+        assert phases_pattern.choose_form(configuration) == "direct"
+        mlir = functional.lowered(configuration, target="cuda")
+    assert pipeline.iree_compile(mlir, "cuda")  # not refused as wrong code
+    results = runtime.run(pipeline.iree_compile(mlir, "cpu"), [dy, x, w])
+    for comparison in reference.compare([*results, None], dy, x, w, arguments):
+        assert comparison.ok, comparison
