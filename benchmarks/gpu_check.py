@@ -193,7 +193,6 @@ _DYNAMIC = {
 # Cases whose results IREE 3.13's CUDA code got wrong on the H100 when last
 # run, with what is known; `check_on_gpu.py` reports them apart.
 KNOWN_WRONG = {
-    "1x1_s2_g4_direct_f16": "the direct form forced on a 1x1 kernel (never picked): IREE's f16 1x1 convolution",
     "upstream_1x1_s1_f16": "IREE's own lowering of torch's convolution_backward: both gradients wrong",
     "upstream_1x1_s2_f16": "IREE's own lowering of torch's convolution_backward: both gradients wrong",
 }

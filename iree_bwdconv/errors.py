@@ -32,13 +32,15 @@ class PipelineError(BwdConvError):
     """A pass pipeline or iree-compile failed. `repro_path` holds the input IR
     and `command` is the one command that reproduces the failure."""
 
+    outcome = "failed."
+
     def __init__(self, stage: str, diagnostics: str, repro_path: str, command: str) -> None:
         self.stage = stage
         self.diagnostics = diagnostics
         self.repro_path = repro_path
         self.command = command
         super().__init__(
-            f"{stage} failed.\n{diagnostics.strip()}\n\n"
+            f"{stage} {self.outcome}\n{diagnostics.strip()}\n\n"
             f"The input IR was saved to {repro_path}\nReproduce with:\n  {command}"
         )
 
@@ -50,20 +52,12 @@ class WrongCodeError(PipelineError):
     as `PipelineError`'s; the command also dumps IREE's configured
     dispatches, where the dispatch named can be read."""
 
-    def __init__(self, stage: str, diagnostics: str, repro_path: str, command: str) -> None:
-        BwdConvError.__init__(
-            self,
-            f"{stage}: refused, IREE's code for it would compute wrong numbers.\n{diagnostics.strip()}\n\n"
-            f"The input IR was saved to {repro_path}\nReproduce with:\n  {command}",
-        )
-        self.stage = stage
-        self.diagnostics = diagnostics
-        self.repro_path = repro_path
-        self.command = command
+    outcome = "refused: IREE's code for it would compute wrong numbers."
 
 
 class PlainFormsWarning(UserWarning):
-    """iree-compile failed on the forms the rules picked for a GPU target, and
-    the module was compiled in the plain forms instead (`compile_fallback`).
+    """iree-compile failed on the forms the rules picked for a GPU target, or
+    its code was refused as wrong (`WrongCodeError`), and the module was
+    compiled in the plain forms instead (`compile_fallback`).
     The message names the failing IR's file and the command that reproduces
     the failure."""
