@@ -6,10 +6,15 @@ MMA intrinsics").
 
     ./dev python -m benchmarks.mma_order prepare DIR   # here: DIR/*.mlir, *.vmfb, cases.json
     python3 benchmarks/mma_order.py run DIR            # there: each against float64
+    ./dev python -m benchmarks.mma_order scan TARGET   # here: gpu_check's f16/bf16 cases, judged
 
 `prepare` prints, per case, whether `mma_order` flags IREE's configured
 dispatch; `run` prints each case's largest error over the largest value,
-and last any case where the flag and the numbers disagree.
+and last any case where the flag and the numbers disagree. `scan` compiles
+`gpu_check`'s f16/bf16 cases for a GPU target as given and prints, per
+case, its MMA dispatches and those the rule flags: for gfx942, which
+`pipeline` does not judge (docs/performance.md, "Loop order and the MMA
+intrinsics").
 """
 
 from __future__ import annotations
@@ -146,5 +151,35 @@ def run(folder: Path) -> None:
     print("flag and numbers disagree: " + " ".join(disagree) if disagree else "flag and numbers agree on every case")
 
 
+def _judged(case, target: str) -> str:
+    from iree_bwdconv import mma_order, pipeline
+    from iree_bwdconv.errors import PipelineError
+
+    from . import gpu_check
+
+    flags = ("--iree-input-type=torch",) if case.kind == "upstream" else ()
+    with tempfile.TemporaryDirectory() as configured:
+        try:
+            dump = f"{pipeline.CONFIGURATIONS_FLAG}={configured}"
+            pipeline.iree_compile(gpu_check._mlir(case), target, (*flags, dump), as_given=True)
+        except PipelineError as err:
+            return f"{case.name} compile failed: {err.diagnostics.strip().splitlines()[0][:120]}"
+        dumped = list(Path(configured).glob("*.mlir"))
+        mma = sum("mma_kind" in path.read_text() for path in dumped)
+        found = mma_order.misordered_in(Path(configured))
+    return f"{case.name} mma dispatches {mma}" + "".join(f"\n  N before M: {wrong}" for wrong in found)
+
+
+def scan(target: str) -> None:
+    from . import gpu_check
+
+    for case in gpu_check.CASES:
+        if case.dtype != "f32":
+            print(_judged(case, target), flush=True)
+
+
 if __name__ == "__main__":
-    {"prepare": prepare, "run": run}[sys.argv[1]](Path(sys.argv[2]))
+    if sys.argv[1] == "scan":
+        scan(sys.argv[2])
+    else:
+        {"prepare": prepare, "run": run}[sys.argv[1]](Path(sys.argv[2]))
