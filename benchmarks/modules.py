@@ -13,7 +13,7 @@ from unittest import mock
 import torch
 
 from iree_bwdconv import lowering, pipeline, tap_tables
-from iree_bwdconv.errors import PipelineError, WrongCodeError
+from iree_bwdconv.errors import PipelineError
 from iree_bwdconv.functional import ConvolutionBackward, spec_of
 from iree_bwdconv.patterns import convolution_backward_phases as phases
 
@@ -90,15 +90,11 @@ def input_specs(shape: Shape) -> list[str]:
 
 
 def compiled(text: str, target: str, flags: Sequence[str] = ()) -> tuple[bytes, Optional[str]]:
-    """`text` compiled for `target`, and None; or, where `pipeline` refuses
-    the code as wrong (upstream's f16 1x1 layers, forms forced on a layer),
-    the code compiled as given, to be timed or checked, and why it was
-    refused."""
-    try:
-        return pipeline.iree_compile(text, target, tuple(flags)), None
-    except WrongCodeError as err:
-        why = err.diagnostics.strip().splitlines()[-1][:200]
-        return pipeline.iree_compile(text, target, tuple(flags), as_given=True), why
+    """`text` compiled for `target`, and None; or, where `pipeline` would
+    refuse the code as wrong (upstream's f16 1x1 layers, forms forced on a
+    layer), the code all the same, to be timed or checked, and why."""
+    vmfb, wrong = pipeline.judged_compile(text, target, tuple(flags))
+    return vmfb, (str(wrong[-1])[:200] if wrong else None)
 
 
 def compiled_entry(folder: Path, text: str, target: str, flags: Sequence[str] = (), **entry) -> dict:

@@ -110,14 +110,22 @@ def iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...] = (), *, a
     (`as_given`: without the CPU's copies or CUDA's refusal, to show what
     they are for, or to time code known to be wrong)."""
     if as_given:
-        return _run_iree_compile(mlir, target, extra_flags, "module.vmfb", judged=False)
-    return _run_iree_compile(_for_target(mlir, target), target, extra_flags, "module.vmfb")
+        return _run_iree_compile(mlir, target, extra_flags, "module.vmfb", judged=False)[0]
+    return _run_iree_compile(_for_target(mlir, target), target, extra_flags, "module.vmfb")[0]
+
+
+def judged_compile(mlir: str, target: str,
+                   extra_flags: tuple[str, ...] = ()) -> tuple[bytes, list[mma_order.Misordered]]:
+    """As `iree_compile`, but code it would refuse as wrong is returned with
+    what is wrong in it, from the same one compile: for benchmarks that
+    time or check such code."""
+    return _run_iree_compile(_for_target(mlir, target), target, extra_flags, "module.vmfb", refuse=False)
 
 
 def iree_compile_to(mlir: str, target: str, phase: str, extra_flags: tuple[str, ...] = ()) -> str:
     """Stop iree-compile after `phase` (e.g. "flow") and return that IR as text."""
     flags = (*extra_flags, f"--compile-to={phase}")
-    return _run_iree_compile(_for_target(mlir, target), target, flags, "out.mlir").decode()
+    return _run_iree_compile(_for_target(mlir, target), target, flags, "out.mlir")[0].decode()
 
 
 def _for_target(mlir: str, target: str) -> str:
@@ -130,7 +138,8 @@ CONFIGURATIONS_FLAG = "--iree-hal-dump-executable-configurations-to"
 JUDGED_TARGETS = ("cuda",)
 
 
-def _run_iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...], output: str, judged: bool = True) -> bytes:
+def _run_iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...], output: str, judged: bool = True,
+                      refuse: bool = True) -> tuple[bytes, list[mma_order.Misordered]]:
     if target not in TARGET_FLAGS:
         raise ValueError(f"target={target!r}: expected one of {', '.join(TARGET_FLAGS)}")
     flags = [*TARGET_FLAGS[target], *extra_flags]
@@ -148,8 +157,8 @@ def _run_iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...], outp
         )
         if proc.returncode == 0:
             wrong = mma_order.misordered_in(configured, started) if configured and configured.is_dir() else []
-            if not wrong:
-                return out.read_bytes()
+            if not (wrong and refuse):
+                return out.read_bytes(), wrong
     path = _save(mlir, f"iree-compile-{target}")
     command = shlex.join([_tool("iree-compile"), *flags, str(path), "-o", f"{path.with_suffix('')}.{output.split('.')[-1]}"])
     if wrong:

@@ -123,3 +123,10 @@ def test_the_cuda_refusal_picks_out_gpu_checks_known_wrong_cases(name):
             pipeline.iree_compile(gpu_check._mlir(case), "cuda", flags)
     else:
         assert pipeline.iree_compile(gpu_check._mlir(case), "cuda", flags)
+
+
+def test_judged_compile_returns_refused_code_with_what_is_wrong_in_it():
+    vmfb, wrong = pipeline.judged_compile(grid.module_text(_case("Abkm_Bkn_Cbnm_bnmk")), "cuda")
+    assert vmfb and [found.dispatch for found in wrong] == ["main_dispatch_0_matmul_like_2x128x256x192_f16xf16xf32"]
+    vmfb, wrong = pipeline.judged_compile(grid.module_text(_case("Abkm_Bkn_Cbnm_bmnk")), "cuda")
+    assert vmfb and wrong == []
