@@ -18,6 +18,7 @@ from typing import Optional, Sequence
 from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg, tensor
 
+from . import geometry
 from . import linalg_builders as lb
 from .linalg_builders import PARALLEL, REDUCTION
 
@@ -33,13 +34,26 @@ def conv(
     `conv_{1,2,3}d_nc*_fc*`. Loop dims in opdsl's order: n, (g,) f, o..., c, k...
     With `filter_reduction_first` the filter is read as [(g,)c,f,k] instead
     (a data gradient's weight as it is, without its transpose).
+
+    A convolution whose window slides along no dim
+    (`geometry.slides_no_window`) runs its positions before its output
+    channels instead: n, (g,) o..., f, c, k.... IREE folds its unit dims to
+    a contraction with `source` first and keeps the generic's loop order,
+    and opdsl's order puts the second operand's rows (f) before the
+    first's (o), which IREE 3.13's MMA code computes wrongly in f16/bf16
+    (`mma_order`). A window that slides stays a convolution, whose loops
+    IREE orders itself.
     """
     r = len(strides)
     lead = ir.RankedTensorType(source.type).rank - r  # 2, or 3 with a group dim
     num = lead + 1 + 2 * r
     d = lb.dims(num)
-    n, groups, f = d[0], d[1 : lead - 1], d[lead - 1]
-    o, c, k = d[lead : lead + r], d[lead + r], d[lead + r + 1 :]
+    n, groups = d[0], d[1 : lead - 1]
+    if geometry.slides_no_window(lb.sizes_of(filter_)[-r:], lb.sizes_of(init)[-r:]):
+        o, f = d[lead - 1 : lead - 1 + r], d[lead - 1 + r]
+    else:
+        f, o = d[lead - 1], d[lead : lead + r]
+    c, k = d[lead + r], d[lead + r + 1 :]
     reads = [oi * s + ki * dil for oi, ki, s, dil in zip(o, k, strides, dilations)]
     maps = [
         lb.affine_map(num, [n, *groups, c, *reads]),

@@ -436,6 +436,10 @@ def grad_weight_contraction(
     num = lead + 4 + 2 * r
     d = lb.dims(num)
     s, (g, row, col, *rest) = d[:lead], d[lead:]
+    if geometry.slides_no_window(spec.kernel, spec.output_spatial):
+        # IREE folds it to a contraction with `windowed` first: its columns' loop must come before
+        # the rows', or IREE 3.13's MMA code computes it wrongly in f16/bf16 (`mma_order`).
+        row, col = col, row
     k, (n, *o) = rest[:r], rest[r:]
     reads = [oi * st + ki * dil for oi, ki, st, dil in zip(o, k, spec.stride, spec.dilation)]
     maps = [lb.affine_map(num, [*s, n, g, col, *reads]), lb.affine_map(num, [*s, n, g, row, *o]),
