@@ -3,8 +3,9 @@ grad_output with the weight as it is (already output channel first), so
 no zeros are inserted and no phases are needed. An f16/bf16 1x1 kernel on
 GPU targets is a GEMM over every stride-th element of grad_output instead
 (`targets.one_tap_half_on_gpu`), or, like a wider kernel that slides along
-no dim (`targets.windowless_half_on_gpu`), the rows it reads copied in f32
-and a convolution over them without stride; a
+no dim (`targets.windowless_half_on_gpu`), the rows it reads copied (in
+f32 where `targets.widens_windowless`) and a convolution over them without
+stride, its positions' loops before its channels' (`contraction_forms.conv`); a
 strided ungrouped one in f32 an im2col gather and the named matmul
 (`targets.one_tap_strided_f32_on_gpu`; wider kernels keep the strided
 convolution, which ran faster than im2col on five of six layers).
@@ -44,13 +45,15 @@ def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight:
         return _transposed_one_tap_gemm(spec, dy, w)
     if targets.windowless_half_on_gpu(spec.dtype, spec.kernel, spec.input_spatial):
         # Each dim reads one tap a stride apart, or the taps of one output
-        # position: those rows, copied in f32, and a convolution over them
-        # without stride or dilation. Widened in the copy: IREE 3.13's GPU
-        # codegen failed on the widening fused into a strided grouped
-        # contraction ("failed to apply fusion + hoisting patterns").
-        f32 = lb.element_type("f32")
+        # position: those rows, copied (and widened, where it is, in the
+        # copy: IREE 3.13's GPU codegen failed on the widening fused into a
+        # strided grouped contraction, "failed to apply fusion + hoisting
+        # patterns"), and a convolution over them without stride or dilation.
+        channels = (spec.in_channels_per_group, spec.out_channels_per_group)
+        widened = targets.widens_windowless(spec.dtype, spec.kernel, spec.input_spatial, channels)
+        elem = lb.element_type("f32" if widened else spec.dtype)
         steps, rows = geometry.windowless_reads(spec.kernel, stride, dilation, spec.input_spatial)
-        dy, w = lb.subsample(dy, steps, rows, f32), lb.convert(w, f32)
+        dy, w = lb.subsample(dy, steps, rows, elem), lb.convert(w, elem)
         stride = dilation = tuple(1 for _ in stride)
     acc = forms.grouped_conv(dy, w, groups, spec.input_spatial, stride, dilation, acc_type)
     return lb.convert(acc, lb.element_type(spec.dtype))

@@ -82,9 +82,8 @@ def grad_input_direct(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
                             lb.element_type(spec.dtype))
         buf = lb.insert_strided(used, zero_buf, [0, 0, *(p.offset for p in places)], [1, 1, *spec.stride])
     w = lb.flip(weight, range(2, 2 + r))
-    if targets.windowless_half_on_gpu(spec.dtype, spec.kernel, spec.input_spatial):
-        # IREE folds such a window to a contraction with grad_output first, whose loops run N before M:
-        # wrong in f16/bf16 on CUDA (`mma_order`; 121% off on the H100 in a random draw's plain forms).
+    if targets.widens_windowless(spec.dtype, spec.kernel, spec.input_spatial, (c_in, f_out)):
+        # Such a window folds to a contraction; IREE's f16 code for it did not finish on channels off its MMA tile.
         f32 = lb.element_type(gradients.ACCUMULATOR)
         buf, w = lb.convert(buf, f32), lb.convert(w, f32)
     if _im2col_matmul_applies(spec):

@@ -258,12 +258,13 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
 
 def _widened_phase(spec: ConvBackwardSpec, phases: tuple[geometry.Phase, ...]) -> bool:
     """Whether a phase of a grouped f16/bf16 per-phase form runs in f32 on
-    GPU targets: its phases of one tap, the grouped 1x1 convolution whose
-    f16 code from IREE 3.13 read out of bounds on the H100 (and grouped
-    1x1 GEMMs with 8 channels a group did not finish). Its other phases
-    keep the dtype, accumulating in f32 as the direct form does."""
-    one_tap = all(ph.taps == 1 for ph in phases)
-    return one_tap and spec.groups > 1 and targets.half_precision_on_gpu(spec.dtype)
+    GPU targets: a phase of one tap, a convolution whose window slides
+    along no dim, where `targets.widens_windowless` says (channels a group
+    on which IREE 3.13's f16 code did not finish). Its other phases keep
+    the dtype, accumulating in f32 as the direct form does."""
+    taps = [ph.taps for ph in phases]
+    channels = (spec.in_channels_per_group, spec.out_channels_per_group)
+    return all(t == 1 for t in taps) and spec.groups > 1 and targets.widens_windowless(spec.dtype, taps, taps, channels)
 
 
 def _position_residues(phases: tuple[geometry.Phase, ...]) -> tuple[int, ...]:

@@ -18,8 +18,11 @@ where strided (`targets.one_tap_strided_f32_on_gpu`). A wider kernel
 whose window slides along no dim (3x1 over 3 rows) is a 1x1 kernel to
 IREE, and was as wrong in f16 (105%): it takes the im2col matmul too
 (`targets.windowless_half_on_gpu`). Grouped, either is one grouped
-convolution in f32 over the rows it reads (`_widened_groups`): torch-mlir's
-named grouped convolution of them was 117%-135% off in f16.
+convolution over the rows it reads with its positions' loops before its
+output channels' (`_windowless_groups`), in f32 where a group's channels
+are off IREE's MMA tile (`targets.widens_windowless`): torch-mlir's named
+grouped convolution of them was 117%-135% off in f16, its loops in the
+order IREE's MMA code gets wrong (`mma_order`).
 Products accumulate in f32 for every dtype, and the bias is added before
 the one rounding.
 """
@@ -66,20 +69,22 @@ def _add_bias(value: ir.Value, bias: ir.Value) -> ir.Value:
     return result
 
 
-def _widened_groups(x: ir.Value, w: ir.Value, groups: int, kernel: Sequence[int], out_spatial: Sequence[int],
-                    strides: Sequence[int], dilations: Sequence[int]) -> ir.Value:
+def _windowless_groups(x: ir.Value, w: ir.Value, groups: int, kernel: Sequence[int], out_spatial: Sequence[int],
+                       strides: Sequence[int], dilations: Sequence[int], dtype: str) -> ir.Value:
     """A grouped f16/bf16 convolution on a GPU target whose window slides
-    along no dim (a 1x1 kernel among them), in f32: the rows it reads of the
-    padded input `x` copied in f32 (widened in the copy: IREE 3.13's GPU
-    codegen failed on a widening fused into a strided grouped contraction),
-    then one grouped convolution without stride or dilation. torch-mlir's
-    named grouped convolution of such a layer came out of the H100 117%-135%
-    off in f16; in f32 it was right."""
-    f32 = lb.element_type("f32")
+    along no dim (a 1x1 kernel among them): the rows it reads of the padded
+    input `x` copied (and widened to f32 where `targets.widens_windowless`,
+    in the copy: IREE 3.13's GPU codegen failed on a widening fused into a
+    strided grouped contraction), then one grouped convolution without
+    stride or dilation, accumulated in f32. torch-mlir's named grouped
+    convolution of such a layer came out of the H100 117%-135% off in f16:
+    its loops run output channels before positions (`mma_order`)."""
+    channels = (lb.sizes_of(w)[1], lb.sizes_of(w)[0] // groups)
+    elem = lb.element_type("f32" if targets.widens_windowless(dtype, kernel, out_spatial, channels) else dtype)
     steps, rows = geometry.windowless_reads(kernel, strides, dilations, out_spatial)
     unit = [1] * len(kernel)
-    return forms.grouped_conv(lb.subsample(x, steps, rows, f32), lb.convert(w, f32), groups, out_spatial, unit, unit,
-                              f32)
+    return forms.grouped_conv(lb.subsample(x, steps, rows, elem), lb.convert(w, elem), groups, out_spatial, unit,
+                              unit, lb.element_type(gradients.ACCUMULATOR))
 
 
 def _one_group(x: ir.Value, w: ir.Value, out_spatial: Sequence[int],
@@ -134,7 +139,7 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
         c_g, f_g = c // groups_, f // groups_
         gather = windowless or im2col_applies(c_g, kernel, strides)
         if on_gpu and groups_ > 1:
-            out = _widened_groups(x, w, groups_, kernel, out_spatial, strides, dilations)
+            out = _windowless_groups(x, w, groups_, kernel, out_spatial, strides, dilations, dtype)
         else:
             parts = [_one_group(group_split.channel_slice(x, 1, g, c_g), group_split.channel_slice(w, 0, g, f_g),
                                 out_spatial, strides, dilations, gather)

@@ -140,7 +140,9 @@ def test_the_plain_direct_form_widens_a_window_that_slides_along_no_dim():
     # input plane along the 2-tap dim, 1-tap dims elsewhere. Its plain
     # direct grad_input in f16 was refused on CUDA (mma_order: IREE folds
     # it to a contraction with grad_output first), and 121% off on the H100
-    # compiled as given. Widened to f32, it compiles and is right.
+    # compiled as given. Its loops now run positions first, and its groups
+    # of 2 channels (off IREE's MMA tile) widen it to f32
+    # (`targets.widens_windowless`): it compiles and is right.
     generator = torch.Generator().manual_seed(0)
     dy = torch.randn(1, 6, 1, 8, 3, generator=generator).half()
     x = torch.randn(1, 6, 1, 4, 4, generator=generator).half()

@@ -72,18 +72,22 @@ def _contraction_operand_types(mlir: str) -> set[str]:
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("kernel, padding, groups, form, gpu_types, dilation", [
     (3, 1, 1, "per-phase", "half", 1),  # four phases woven, the 1-tap one a weight-first GEMM
-    (1, 0, 4, "per-phase", "f32", 1),   # a grouped 1x1 kernel: one phase inserted with stride
+    (1, 0, 8, "per-phase", "f32", 1),   # a grouped 1x1 kernel, 8 channels a group: one phase inserted with stride
+    (1, 0, 4, "per-phase", "half", 1),  # 16 channels a group: a multiple of the MMA tile (targets.widens_windowless)
     (3, 1, 1, "sub-pixel", "f32", 1),
     (3, 1, 1, "auto", "half", 1),       # col2im, which keeps f16/bf16
-    (1, 0, 4, "auto", "f32", 1),        # a grouped 1x1 kernel: per-phase on GPU targets
+    (1, 0, 8, "auto", "f32", 1),        # a grouped 1x1 kernel: per-phase on GPU targets
+    (1, 0, 4, "auto", "half", 1),
     (1, 0, 1, "auto", "half", 1),       # per-phase on GPU targets
-    (3, 1, 4, "auto", "both", 1),       # grouped per-phase: its 1-tap phase in f32, the others f16/bf16
-    (3, 1, 64, "auto", "both", 1),      # depthwise: the same
+    (3, 1, 8, "auto", "both", 1),       # grouped per-phase: its 1-tap phase in f32, the others f16/bf16
+    (3, 1, 4, "auto", "half", 1),       # 16 channels a group: the 1-tap phase too
+    (3, 1, 64, "auto", "both", 1),      # depthwise: as with 8
     (3, 2, 4, "auto", "half", 2),       # grouped, gcd(s, d) = 2: one live phase of nine taps
 ])
 def test_gpu_half_precision_phases_run_in_f32(dtype, kernel, padding, groups, form, gpu_types, dilation, monkeypatch):
     """IREE 3.13's CUDA code computed the per-phase form wrongly in f16 on the
-    H100 in its 1-tap phases (`computes_in_f32`): on GPU targets the
+    H100 in its 1-tap phases (`computes_in_f32`), and did not finish them
+    grouped in f16 with channels off its MMA tile: on GPU targets those
     grouped 1-tap phases and sub-pixel contractions read f32 operands;
     ungrouped per-phase, whose 1-tap phases are weight-first GEMMs, the
     other grouped phases (a lone one of several taps too) and col2im keep

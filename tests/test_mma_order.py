@@ -12,13 +12,14 @@ from __future__ import annotations
 import itertools
 import shlex
 import subprocess
+import types
 from pathlib import Path
 
 import pytest
 
 from benchmarks import gpu_check
 from benchmarks import mma_order as grid
-from iree_bwdconv import mma_order, pipeline
+from iree_bwdconv import contraction_forms, functional, geometry, mma_order, pipeline
 from iree_bwdconv.errors import WrongCodeError
 
 GEMM = ([0, 2], [2, 1], [0, 1])  # A[m, k], B[k, n] -> C[m, n]: loops (m, n, k)
@@ -130,3 +131,33 @@ def test_judged_compile_returns_refused_code_with_what_is_wrong_in_it():
     assert vmfb and [found.dispatch for found in wrong] == ["main_dispatch_0_matmul_like_2x128x256x192_f16xf16xf32"]
     vmfb, wrong = pipeline.judged_compile(grid.module_text(_case("Abkm_Bkn_Cbnm_bmnk")), "cuda")
     assert vmfb and wrong == []
+
+
+# gpu_check's forms whose window slides along no dim, kept in f16 since
+# their loops run positions before output channels (`contraction_forms.conv`;
+# 16 or 32 channels a group): each right on the H100
+# (benchmarks/results/h100_windowless_check_2026-11-27.txt).
+_WINDOWLESS = ("1x1_s2_g4_f16", "1x1_s2_g4_direct_f16", "3x3_s2_d3_g4_f16", "transposed_1x1_s2_g4_f16",
+               "forward_3x1_h3_g4_f16", "forward_1x1_s1_g4_f16")
+
+
+def _judged_for_cuda(name: str) -> list[mma_order.Misordered]:
+    case = next(c for c in gpu_check.CASES if c.name == name)
+    functional.clear_cache()
+    try:
+        return pipeline.judged_compile(gpu_check._mlir(case), "cuda")[1]
+    finally:
+        functional.clear_cache()
+
+
+@pytest.mark.parametrize("name", _WINDOWLESS)
+def test_windowless_convolutions_keep_f16_in_the_order_that_is_right(name, monkeypatch):
+    assert _judged_for_cuda(name) == []
+    # The same forms in opdsl's loop order (output channels first): f16 MMA contractions with the fault.
+    monkeypatch.setattr(contraction_forms, "geometry", types.SimpleNamespace(slides_no_window=lambda *args: False))
+    assert _judged_for_cuda(name)
+
+
+def test_only_a_window_that_slides_along_no_dim_changes_the_loop_order():
+    assert geometry.slides_no_window([1, 1], [28, 28]) and geometry.slides_no_window([3, 1], [1, 5])
+    assert not geometry.slides_no_window([3, 1], [2, 5])
