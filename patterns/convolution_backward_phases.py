@@ -136,7 +136,9 @@ def _weight_first_applies(spec: ConvBackwardSpec) -> bool:
     computed wrongly). Grouped, the GEMM was right in f16 too (g2, g4 on
     the H100), but with 8 channels per group (1x1 g32 n32 c256 100x100)
     it did not finish in 120 s: grouped 1x1 kernels keep the phase's
-    convolution, in f32 (`computes_in_f32`)."""
+    convolution, its positions' loops first (`contraction_forms.conv`),
+    in f32 where a group's channels are off IREE's MMA tile
+    (`computes_in_f32`)."""
     return all(k == 1 for k in spec.kernel) and spec.groups == 1 and targets.current() != "cpu"
 
 
@@ -373,8 +375,8 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     ones at stride 1 too, `targets.one_tap_half_on_gpu`). Ungrouped, its
     one phase is the weight-first GEMM (`_weight_first_part`), right in
     f16 and 1.8x-4.1x faster than col2im's matmul per image on the H100;
-    grouped, a convolution widened to f32 (`_weight_first_applies` says
-    why). Larger ungrouped kernels with more than 4 input channels:
+    grouped, a convolution (in f32 where a group's channels are off
+    IREE's MMA tile; `_weight_first_applies` says why). Larger ungrouped kernels with more than 4 input channels:
     per-phase (its 1-tap phases weight-first GEMMs, right in f16; its
     phases woven by a gather; its tap tables gathered by one op for
     kernels narrower than 5): faster than col2im on 16 of 23 such layers
@@ -388,7 +390,8 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     (docs/performance.md, "Taps without a barrier").
     With 4 or fewer channels: col2im (per-phase 2x-3.5x slower). Grouped kernels
     larger than 1x1, in every dtype: per-phase, its 1-tap phases in f32
-    and the others in f16/bf16 (`_widened_phase`): on the H100 g32 3x3
+    where a group's channels are off IREE's MMA tile and the others in
+    f16/bf16 (`_widened_phase`): on the H100 g32 3x3
     5.4 ms against the direct form's 7.3 and upstream's 9.4, depthwise
     3x3 3.2 against 3.3 (docs/performance.md, "Grouped layers per-phase
     on GPUs"); in f32 g32 3x3 13.3 ms against the direct form's 17.4.
@@ -469,14 +472,16 @@ def computes_in_f32(spec: ConvBackwardSpec, form: str) -> bool:
     f32 (`benchmarks/gpu_check.py`, docs/performance.md "Read first").
     The wrong part was the phases of one tap, convolutions of a 1x1
     kernel: as the weight-first GEMM (ungrouped phases) the form was right
-    in f16 on every layer checked. Grouped per-phase widens whole where
-    its one live phase has one tap (a grouped 1x1 kernel): widened only
-    inside the phase (`_widened_phase`), the grouped 1x1 s2 g4 layer's
-    grad_input was off by 117% on the H200 and the g32 one did not finish.
-    Its other 1-tap phases widen alone; phases of several taps keep the
+    in f16 on every layer checked. The grouped 1-tap phases are
+    convolutions in the loop order that is right (`contraction_forms.conv`)
+    and keep f16 where a group's channels are multiples of 16. Elsewhere,
+    where IREE's f16 code did not finish (`_widened_phase`), grouped
+    per-phase widens whole where its one live phase has one tap (a grouped
+    1x1 kernel; widened only inside the phase, the g32 one did not
+    finish), and its other 1-tap phases widen alone; phases of several taps keep the
     dtype, a lone one too (gcd(s, d) > 1: right on the H200, 1.25x-2.5x
     faster than widened whole; docs/performance.md, "Dilated layers on
-    GPUs").
+    GPUs", "Windowless convolutions in f16").
     On gfx942 grouped layers with few input channels a group widen whole
     (`_narrow_groups_on_gfx942`).
     The sub-pixel form was not checked and widens. gfx942's code comes
