@@ -56,8 +56,8 @@ VARIANTS = ("widened", "half")
 def _variant(name: str) -> Iterator[None]:
     """`widened`: the rule as it stood (every such window in f32); `half`: none widened."""
     with contextlib.ExitStack() as stack:
-        every = targets.windowless_half_on_gpu
-        rule = (lambda *args: False) if name == "half" else (lambda dtype, kernel, out, channels: every(dtype, kernel, out))
+        every = targets.half_precision_on_gpu
+        rule = (lambda dtype, channels: False) if name == "half" else (lambda dtype, channels: every(dtype))
         stack.enter_context(mock.patch.object(targets, "widens_windowless", rule))
         functional.clear_cache()
         try:

@@ -77,21 +77,19 @@ def windowless_half_on_gpu(dtype: str, kernel: Sequence[int], output_sizes: Sequ
 MMA_CHANNEL_MULTIPLE = 16
 
 
-def widens_windowless(dtype: str, kernel: Sequence[int], output_sizes: Sequence[int],
-                      group_channels: Sequence[int]) -> bool:
-    """Whether a convolution that slides its window along no dim runs in
-    f32 rather than f16/bf16 on a GPU target (the direct and transposed
-    grad_input, a grouped forward, a grouped stride phase of one tap):
-    where a group's channel counts are not all multiples of
-    MMA_CHANNEL_MULTIPLE. With positions before output channels
+def widens_windowless(dtype: str, group_channels: Sequence[int]) -> bool:
+    """Whether a convolution that slides its window along no dim (the
+    caller's to know: the direct and transposed grad_input, a grouped
+    forward, a grouped stride phase of one tap) runs in f32 rather than
+    f16/bf16 on a GPU target: where a group's channel counts are not all
+    multiples of MMA_CHANNEL_MULTIPLE. With positions before output channels
     (`contraction_forms.conv`) it was right in f16 on the H100 wherever it
     finished; with 64-128 channels a group 3.4x-130x faster than in f32
     (1x1 g4 n32 c256 k512 28x28: 0.21 ms against 8.3 at stride 1). With 8
     or 30 (1x1 g32 c256, g8 c240 k480) IREE's f16 code did not finish in
     40 s; those ran in f32 in 0.20 and 0.35 ms (docs/performance.md,
     "Windowless convolutions in f16")."""
-    misfit = any(c % MMA_CHANNEL_MULTIPLE for c in group_channels)
-    return misfit and windowless_half_on_gpu(dtype, kernel, output_sizes)
+    return half_precision_on_gpu(dtype) and any(c % MMA_CHANNEL_MULTIPLE for c in group_channels)
 
 
 def one_tap_strided_f32_on_gpu(dtype: str, kernel: Sequence[int], strides: Sequence[int], groups: int) -> bool:

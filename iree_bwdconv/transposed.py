@@ -50,8 +50,7 @@ def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight:
         # strided grouped contraction, "failed to apply fusion + hoisting
         # patterns"), and a convolution over them without stride or dilation.
         channels = (spec.in_channels_per_group, spec.out_channels_per_group)
-        widened = targets.widens_windowless(spec.dtype, spec.kernel, spec.input_spatial, channels)
-        elem = lb.element_type("f32" if widened else spec.dtype)
+        elem = lb.element_type("f32" if targets.widens_windowless(spec.dtype, channels) else spec.dtype)
         steps, rows = geometry.windowless_reads(spec.kernel, stride, dilation, spec.input_spatial)
         dy, w = lb.subsample(dy, steps, rows, elem), lb.convert(w, elem)
         stride = dilation = tuple(1 for _ in stride)

@@ -82,7 +82,8 @@ def grad_input_direct(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
                             lb.element_type(spec.dtype))
         buf = lb.insert_strided(used, zero_buf, [0, 0, *(p.offset for p in places)], [1, 1, *spec.stride])
     w = lb.flip(weight, range(2, 2 + r))
-    if targets.widens_windowless(spec.dtype, spec.kernel, spec.input_spatial, (c_in, f_out)):
+    windowless = geometry.slides_no_window(spec.kernel, spec.input_spatial)
+    if windowless and targets.widens_windowless(spec.dtype, (c_in, f_out)):
         # Such a window folds to a contraction; IREE's f16 code for it did not finish on channels off its MMA tile.
         f32 = lb.element_type(gradients.ACCUMULATOR)
         buf, w = lb.convert(buf, f32), lb.convert(w, f32)

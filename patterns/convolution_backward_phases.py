@@ -264,9 +264,9 @@ def _widened_phase(spec: ConvBackwardSpec, phases: tuple[geometry.Phase, ...]) -
     along no dim, where `targets.widens_windowless` says (channels a group
     on which IREE 3.13's f16 code did not finish). Its other phases keep
     the dtype, accumulating in f32 as the direct form does."""
-    taps = [ph.taps for ph in phases]
+    one_tap = all(ph.taps == 1 for ph in phases)
     channels = (spec.in_channels_per_group, spec.out_channels_per_group)
-    return all(t == 1 for t in taps) and spec.groups > 1 and targets.widens_windowless(spec.dtype, taps, taps, channels)
+    return one_tap and spec.groups > 1 and targets.widens_windowless(spec.dtype, channels)
 
 
 def _position_residues(phases: tuple[geometry.Phase, ...]) -> tuple[int, ...]:
@@ -376,8 +376,8 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     one phase is the weight-first GEMM (`_weight_first_part`), right in
     f16 and 1.8x-4.1x faster than col2im's matmul per image on the H100;
     grouped, a convolution (in f32 where a group's channels are off
-    IREE's MMA tile; `_weight_first_applies` says why). Larger ungrouped kernels with more than 4 input channels:
-    per-phase (its 1-tap phases weight-first GEMMs, right in f16; its
+    IREE's MMA tile; `_weight_first_applies` says why). Larger ungrouped
+    kernels with more than 4 input channels: per-phase (its 1-tap phases weight-first GEMMs, right in f16; its
     phases woven by a gather; its tap tables gathered by one op for
     kernels narrower than 5): faster than col2im on 16 of 23 such layers
     on the H100, level (within 3%) on 4, slower on 3 (by 1.10x-1.32x: 3x3
@@ -478,8 +478,8 @@ def computes_in_f32(spec: ConvBackwardSpec, form: str) -> bool:
     where IREE's f16 code did not finish (`_widened_phase`), grouped
     per-phase widens whole where its one live phase has one tap (a grouped
     1x1 kernel; widened only inside the phase, the g32 one did not
-    finish), and its other 1-tap phases widen alone; phases of several taps keep the
-    dtype, a lone one too (gcd(s, d) > 1: right on the H200, 1.25x-2.5x
+    finish), and its other 1-tap phases widen alone; phases of several
+    taps keep the dtype, a lone one too (gcd(s, d) > 1: right on the H200, 1.25x-2.5x
     faster than widened whole; docs/performance.md, "Dilated layers on
     GPUs", "Windowless convolutions in f16").
     On gfx942 grouped layers with few input channels a group widen whole

@@ -80,7 +80,7 @@ def _windowless_groups(x: ir.Value, w: ir.Value, groups: int, kernel: Sequence[i
     convolution of such a layer came out of the H100 117%-135% off in f16:
     its loops run output channels before positions (`mma_order`)."""
     channels = (lb.sizes_of(w)[1], lb.sizes_of(w)[0] // groups)
-    elem = lb.element_type("f32" if targets.widens_windowless(dtype, kernel, out_spatial, channels) else dtype)
+    elem = lb.element_type("f32" if targets.widens_windowless(dtype, channels) else dtype)
     steps, rows = geometry.windowless_reads(kernel, strides, dilations, out_spatial)
     unit = [1] * len(kernel)
     return forms.grouped_conv(lb.subsample(x, steps, rows, elem), lb.convert(w, elem), groups, out_spatial, unit,

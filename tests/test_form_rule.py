@@ -13,6 +13,7 @@ import iree_bwdconv.patterns.convolution_backward_kernel as kernel_pattern
 import iree_bwdconv.patterns.convolution_backward_phases as phases
 from iree_bwdconv import functional, geometry, gradients, tap_tables, targets, weight_rows
 
+from benchmarks import gpu_check
 from specs import spec_nd
 
 
@@ -122,6 +123,22 @@ def _operand_sizes(contraction: str) -> list[list[str]]:
     """The static sizes of a contraction line's inputs, in order."""
     ins = contraction.split(" ins(", 1)[1].split(")", 1)[0]
     return [sizes.split("x") for sizes in re.findall(r"tensor<([0-9x]+)x(?:f16|bf16|f32)>", ins.split(": ", 1)[1])]
+
+
+@pytest.mark.parametrize("kind", ["transposed", "forward"])
+@pytest.mark.parametrize("groups, widened", [(4, False), (8, True)])  # 16 or 8 input channels a group
+def test_grouped_windowless_convolutions_widen_only_off_the_mma_tile(kind, groups, widened):
+    """A grouped f16 1x1 kernel's convolution on a GPU target (a transposed
+    grad_input, a forward) keeps f16 where a group's channels are multiples
+    of 16, and is widened to f32 elsewhere (`targets.widens_windowless`)."""
+    case = gpu_check.Case("windowless", 8, 64, 128, 14, (1, 1), 2, 0, groups, "auto", "f16", kind=kind)
+    if kind == "forward":
+        mlir = gpu_check._mlir(case)
+    else:  # grad_input alone: the weight gradient takes forms of its own
+        tensors = [torch.zeros(size, dtype=torch.float16) for size in gpu_check.shapes(case).values()]
+        arguments = gpu_check.arguments(case)[:-1] + [[True, False, False]]
+        mlir = functional.lowered(functional.spec_of(*tensors, *arguments), target="cuda")
+    assert _contraction_operand_types(mlir) == ({"f32"} if widened else {"f16"})
 
 
 @pytest.mark.parametrize("stride", [1, 2])
