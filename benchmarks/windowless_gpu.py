@@ -10,8 +10,11 @@ on layers sized for timing and on `gpu_check`'s small ones, beside torch
 eager. The evidence for `targets.widens_windowless`.
 
     ./dev python -m benchmarks.windowless_gpu prepare .bench-windowless [NAME-PART]  # here
-    python3 benchmarks/check_on_gpu.py .bench-windowless                        # there
+    CHECK_TIMEOUT_S=40 python3 benchmarks/check_on_gpu.py .bench-windowless     # there
     python3 benchmarks/run_on_gpu.py .bench-windowless results.json             # there
+
+The f16 variants of UNFINISHED did not return within 40 s on the H100:
+they are checked (and time out), not timed.
 """
 
 from __future__ import annotations
@@ -45,6 +48,9 @@ LAYERS = (
     ("F1x1_s2_g8_n32_c240_k480_28", 32, 240, 480, 28, 1, 2, 0, 8, "auto", "forward"),
     ("F1x1_s1_g32_n32_c256_k256_56", 32, 256, 256, 56, 1, 1, 0, 32, "auto", "forward"),
 )
+# Layers whose f16 variant IREE's code did not finish (8 channels a group, or 30).
+UNFINISHED = ("1x1_s2_g8_n32_c240_k480_28", "1x1_s2_g32_n32_c256_k256_56", "3x3_s2_g32_n32_c256_k256_56",
+              "F1x1_s1_g32_n32_c256_k256_56")
 # gpu_check's cases with such a form, checked in both variants.
 SMALL = ("1x1_s2_g4", "1x1_s2_g4_direct", "1x1_s2_g32", "1x1_s3_p1_g2", "3x3_s2_g4_odd_per_phase", "3x3_s2_g2_odd",
          "3x3_s2_d3_g4", "1x1_s1_g4", "transposed_1x1_s2_g4", "transposed_3x1_s3_h1", "transposed_3x1_s2_h1_c64",
@@ -91,7 +97,7 @@ def prepare(folder: Path, match: str = "") -> None:
             if "compile_error" not in entry:
                 cases.append(dict(named._asdict(), shapes=gpu_check.shapes(case), arguments=gpu_check.arguments(case),
                                   known_wrong=None, wrong_code=entry.get("wrong_code")))
-            if timed:
+            if timed and not (variant == "half" and case.name.removesuffix("_f16") in UNFINISHED):
                 manifest.append(entry)
         if timed:
             manifest.append(dict(shape=case.name, mask=mask, variant="torch-eager", eager=_eager(case)))
