@@ -85,10 +85,10 @@ def widens_windowless(dtype: str, group_channels: Sequence[int]) -> bool:
     multiples of MMA_CHANNEL_MULTIPLE. With positions before output channels
     (`contraction_forms.conv`) it was right in f16 on the H100 wherever it
     finished; with 64-128 channels a group 3.1x-130x faster than in f32
-    (1x1 g4 n32 c256 k512 28x28: 0.21 ms against 8.3 at stride 1). With 8
-    or 30 (1x1 g32 c256, g8 c240 k480) IREE's f16 code did not finish in
-    40 s; those ran in f32 in 0.20 and 0.35 ms (docs/performance.md,
-    "Windowless convolutions in f16")."""
+    (1x1 g4 n32 c256 k512 28x28, both gradients: 0.21 ms against 8.3 at
+    stride 1). With 8 or 30 (1x1 g32 c256, g8 c240 k480) IREE's f16 code
+    did not finish in 40 s; those ran in f32 in 0.20 and 0.35 ms
+    (docs/performance.md, "Windowless convolutions in f16")."""
     return half_precision_on_gpu(dtype) and any(c % MMA_CHANNEL_MULTIPLE for c in group_channels)
 
 
