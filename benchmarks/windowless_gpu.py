@@ -5,7 +5,8 @@ positions' loops before their output channels' (`contraction_forms.conv`).
 The forms that widen are the grouped 1x1 grad_input (its one stride phase),
 a grouped layer's phases of one tap, the transposed grad_input and the
 grouped forward of such a window, and the direct form forced on a 1x1
-kernel. Right (with `check_on_gpu.py`) and how fast (with `run_on_gpu.py`),
+kernel, and the grouped 1x1 weight gradient's contraction (`WEIGHT_LAYERS`,
+grad_weight alone). Right (with `check_on_gpu.py`) and how fast (with `run_on_gpu.py`),
 on layers sized for timing and on `gpu_check`'s small ones, beside torch
 eager. The evidence for `targets.widens_windowless`.
 
@@ -48,6 +49,13 @@ LAYERS = (
     ("F1x1_s2_g8_n32_c240_k480_28", 32, 240, 480, 28, 1, 2, 0, 8, "auto", "forward"),
     ("F1x1_s1_g32_n32_c256_k256_56", 32, 256, 256, 56, 1, 1, 0, 32, "auto", "forward"),
 )
+# name, n, c, k, hw, groups: grouped 1x1 kernels at stride 1 whose weight
+# gradient is the contraction split by images (16 channels a group on one side).
+WEIGHT_LAYERS = (
+    ("W1x1_s1_g16_n32_c256_k256_56", 32, 256, 256, 56, 16),
+    ("W1x1_s1_g4_n8_c64_k128_28", 8, 64, 128, 28, 4),
+    ("W1x1_s1_g8_n32_c128_k256_28", 32, 128, 256, 28, 8),
+)
 # Layers whose f16 variant IREE's code did not finish (8 channels a group, or 30).
 UNFINISHED = ("1x1_s2_g8_n32_c240_k480_28", "1x1_s2_g32_n32_c256_k256_56", "3x3_s2_g32_n32_c256_k256_56",
               "F1x1_s1_g32_n32_c256_k256_56")
@@ -77,6 +85,8 @@ def _cases(match: str) -> list[tuple[gpu_check.Case, bool]]:
     large = [gpu_check.Case(f"{name}_f16", n, c, k, hw, (kernel, kernel), stride, padding, groups, form, "f16",
                             kind=kind)
              for name, n, c, k, hw, kernel, stride, padding, groups, form, kind in LAYERS]
+    large += [gpu_check.Case(f"{name}_f16", n, c, k, hw, (1, 1), 1, 0, groups, "auto", "f16")
+              for name, n, c, k, hw, groups in WEIGHT_LAYERS]
     small = [case for case in gpu_check.CASES if case.dtype != "f32" and not case.dynamic_batch
              and case.name.rsplit("_", 1)[0] in SMALL]
     return [(case, case in large) for case in large + small if match in case.name]
@@ -87,22 +97,31 @@ def prepare(folder: Path, match: str = "") -> None:
     folder.mkdir(parents=True, exist_ok=True)
     cases, manifest = [], []
     for case, timed in _cases(match):
-        mask = "forward" if case.kind == "forward" else "gradients"  # grad_input and grad_weight, as gpu_check's
+        weight_only = case.name.startswith("W")
+        mask = "forward" if case.kind == "forward" else "grad_weight" if weight_only else "gradients"
+        arguments = gpu_check.arguments(case)
+        if weight_only:
+            arguments[-1] = [False, True, False]
         for variant in VARIANTS:
             with _variant(variant):
-                text = gpu_check._mlir(case)
+                text = _weight_gradient(case, arguments) if weight_only else gpu_check._mlir(case)
             named = case._replace(name=f"{case.name}_{variant}")
             entry = modules.compiled_entry(folder, text, "cuda", shape=case.name, mask=mask, variant=variant,
                                            vmfb=f"{named.name}.vmfb", inputs=_inputs(case))
             if "compile_error" not in entry:
-                cases.append(dict(named._asdict(), shapes=gpu_check.shapes(case), arguments=gpu_check.arguments(case),
-                                  known_wrong=None, wrong_code=entry.get("wrong_code")))
+                cases.append(dict(named._asdict(), shapes=gpu_check.shapes(case), arguments=arguments, known_wrong=None,
+                                  wrong_code=entry.get("wrong_code"), results=["grad_weight"] if weight_only else None))
             if timed and not (variant == "half" and case.name.removesuffix("_f16") in UNFINISHED):
                 manifest.append(entry)
         if timed:
             manifest.append(dict(shape=case.name, mask=mask, variant="torch-eager", eager=_eager(case)))
     (folder / "cases.json").write_text(json.dumps(cases, indent=1))
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+
+def _weight_gradient(case: gpu_check.Case, arguments: list) -> str:
+    tensors = [torch.zeros(size, dtype=torch.float16) for size in gpu_check.shapes(case).values()]
+    return functional.lowered(functional.spec_of(*tensors, *arguments), target="cuda")
 
 
 def _inputs(case: gpu_check.Case) -> list[str]:

@@ -164,8 +164,10 @@ def grad_weight_by_im2col(spec: ConvBackwardSpec) -> bool:
 # im2col, and so does gfx942: IREE 3.13 did not compile the g32 layer's
 # contraction for it (1.3 GB of workgroup memory asked for).
 GROUPED_HALF_MIN_CHANNELS = 16
-# Kernels with a dim of 1 take it, always read as f32 (every 1-wide f16
-# contraction was wrong ungrouped), unstrided and with at most this many
+# Kernels with a dim of 1 take it, read as f32 but for 1x1 kernels whose
+# channels fit IREE's MMA tile (`grouped_contraction_widened`; every 1-wide
+# f16 contraction was wrong ungrouped, in the loop order since fixed for
+# 1x1 kernels), unstrided and with at most this many
 # channels a group. On the H200 (docs/performance.md, "Grouped kernels
 # with a dim of 1"; ms against im2col's): 1x1 g64 c256 56x56 n32 (4 a
 # group) 0.077 against 0.361, g32 (8) 0.105 against 0.303, g16 (16) 0.153
@@ -187,10 +189,20 @@ def grouped_contraction_applies(spec: ConvBackwardSpec) -> bool:
 
 
 def grouped_contraction_widened(spec: ConvBackwardSpec) -> bool:
-    """Whether that contraction reads its f16/bf16 operands as f32."""
-    few_channels = min(_rows_columns(spec)) < GROUPED_HALF_MIN_CHANNELS
+    """Whether that contraction reads its f16/bf16 operands as f32: below
+    GROUPED_HALF_MIN_CHANNELS channels a group, and for kernels with a dim
+    of 1, but for a window that slides along no dim (a 1x1 kernel) whose
+    channels a group are multiples of IREE's MMA tile
+    (`targets.widens_windowless`): with its columns' loops before its
+    rows' (`grad_weight_contraction`) that one was right in f16 on the
+    H100 and 1.6x-2.0x faster than widened, on three layers of 16
+    channels a group (docs/performance.md, "Windowless convolutions in f16")."""
+    channels = _rows_columns(spec)
+    few_channels = min(channels) < GROUPED_HALF_MIN_CHANNELS
+    windowless = geometry.slides_no_window(spec.kernel, spec.output_spatial)
+    one_wide = any(k == 1 for k in spec.kernel) and (not windowless or targets.widens_windowless(spec.dtype, channels))
     return (grouped_contraction_applies(spec) and targets.half_precision_on_gpu(spec.dtype)
-            and (few_channels or any(k == 1 for k in spec.kernel)))
+            and (few_channels or one_wide))
 
 
 def half_precision_contraction_wrong(spec: ConvBackwardSpec) -> bool:

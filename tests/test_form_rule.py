@@ -426,7 +426,9 @@ def test_gpu_grouped_weight_gradient_forms(channels, groups, kernel, transposed,
 
 @pytest.mark.parametrize("channels, groups, kernel, stride, dtype, form", [
     (256, 32, (1, 1), 1, torch.float16, "widened"),    # 8 channels a group
-    (256, 16, (1, 1), 1, torch.bfloat16, "widened"),   # 16 a group: read as f32 all the same
+    (256, 16, (1, 1), 1, torch.bfloat16, "contraction"),  # 16 a group: a multiple of the MMA tile, in bf16
+    (256, 16, (1, 1), 1, torch.float16, "contraction"),
+    (256, 16, (3, 1), 1, torch.float16, "widened"),    # 1-wide, its window sliding
     (64, 4, (1, 3), 1, torch.float16, "widened"),
     (256, 32, (3, 1), 1, torch.float32, "contraction"),
     (240, 8, (1, 1), 1, torch.float16, "im2col"),      # 30 a group
@@ -435,8 +437,9 @@ def test_gpu_grouped_weight_gradient_forms(channels, groups, kernel, transposed,
 ])
 def test_gpu_grouped_one_wide_weight_gradient_forms(channels, groups, kernel, stride, dtype, form):
     """Grouped kernels with a dim of 1 for CUDA at n32: the contraction,
-    always read as f32 in f16/bf16, unstrided with at most 16 channels a
-    group (`GROUPED_ONE_WIDE_MAX_CHANNELS`); else im2col."""
+    unstrided with at most 16 channels a group (`GROUPED_ONE_WIDE_MAX_CHANNELS`),
+    read as f32 in f16/bf16 but for a 1x1 kernel whose channels a group are
+    multiples of 16; else im2col."""
     configuration = spec_nd(32, channels, channels, (28, 28), kernel, (stride,) * 2, (0, 0), groups=groups,
                             dtype=dtype, mask=(False, True, False))
     with targets.lowering_for("cuda"):
