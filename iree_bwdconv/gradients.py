@@ -200,9 +200,10 @@ def grouped_contraction_widened(spec: ConvBackwardSpec) -> bool:
     channels = _rows_columns(spec)
     few_channels = min(channels) < GROUPED_HALF_MIN_CHANNELS
     windowless = geometry.slides_no_window(spec.kernel, spec.output_spatial)
-    one_wide = any(k == 1 for k in spec.kernel) and (not windowless or targets.widens_windowless(spec.dtype, channels))
+    one_wide_off_tile = any(k == 1 for k in spec.kernel) and (
+        not windowless or targets.widens_windowless(spec.dtype, channels))
     return (grouped_contraction_applies(spec) and targets.half_precision_on_gpu(spec.dtype)
-            and (few_channels or one_wide))
+            and (few_channels or one_wide_off_tile))
 
 
 def half_precision_contraction_wrong(spec: ConvBackwardSpec) -> bool:
