@@ -23,6 +23,17 @@ from . import linalg_builders as lb
 from .linalg_builders import PARALLEL, REDUCTION
 
 
+def positions_first(kernel: Sequence[int], out_sizes: Sequence[int]) -> bool:
+    """Whether `conv` runs its output positions before its output channels:
+    where its window slides along no dim (`geometry.slides_no_window`).
+    IREE folds such a convolution's unit dims to a contraction with the
+    source first and keeps the generic's loop order, and opdsl's order puts
+    the second operand's rows (f) before the first's (o), which IREE 3.13's
+    MMA code computes wrongly in f16/bf16 (`mma_order`). A window that
+    slides stays a convolution, whose loops IREE orders itself."""
+    return geometry.slides_no_window(kernel, out_sizes)
+
+
 def conv(
     source: ir.Value, filter_: ir.Value, init: ir.Value, strides: Sequence[int], dilations: Sequence[int],
     filter_reduction_first: bool = False,
@@ -35,21 +46,14 @@ def conv(
     With `filter_reduction_first` the filter is read as [(g,)c,f,k] instead
     (a data gradient's weight as it is, without its transpose).
 
-    A convolution whose window slides along no dim
-    (`geometry.slides_no_window`) runs its positions before its output
-    channels instead: n, (g,) o..., f, c, k.... IREE folds its unit dims to
-    a contraction with `source` first and keeps the generic's loop order,
-    and opdsl's order puts the second operand's rows (f) before the
-    first's (o), which IREE 3.13's MMA code computes wrongly in f16/bf16
-    (`mma_order`). A window that slides stays a convolution, whose loops
-    IREE orders itself.
+    Where `positions_first`, the loops are n, (g,) o..., f, c, k... instead.
     """
     r = len(strides)
     lead = ir.RankedTensorType(source.type).rank - r  # 2, or 3 with a group dim
     num = lead + 1 + 2 * r
     d = lb.dims(num)
     n, groups = d[0], d[1 : lead - 1]
-    if geometry.slides_no_window(lb.sizes_of(filter_)[-r:], lb.sizes_of(init)[-r:]):
+    if positions_first(lb.sizes_of(filter_)[-r:], lb.sizes_of(init)[-r:]):
         o, f = d[lead - 1 : lead - 1 + r], d[lead - 1 + r]
     else:
         f, o = d[lead - 1], d[lead : lead + r]
@@ -76,6 +80,22 @@ def grouped_conv(source: ir.Value, filter_: ir.Value, groups: int, out_sizes: Se
     per_group = [groups, outputs // groups] if groups > 1 else [outputs]
     out = conv(source, filter_, lb.zeros([lb.sizes_of(source)[0], *per_group, *out_sizes], acc), strides, dilations)
     return lb.collapse_dims(out, 1) if groups > 1 else out
+
+
+def windowless_grouped_conv(source: ir.Value, filter_: ir.Value, groups: int, out_sizes: Sequence[int],
+                            strides: Sequence[int], dilations: Sequence[int], elem: ir.Type,
+                            acc: ir.Type) -> ir.Value:
+    """`grouped_conv` of a convolution whose window slides along no dim
+    (`geometry.slides_no_window`): the rows it reads of `source` copied at
+    unit step and converted to `elem` in the copy (IREE 3.13's GPU codegen
+    failed on a widening fused into a strided grouped contraction, "failed
+    to apply fusion + hoisting patterns"), then the convolution over them
+    without stride or dilation."""
+    kernel = lb.sizes_of(filter_)[2:]
+    steps, rows = geometry.windowless_reads(kernel, strides, dilations, out_sizes)
+    unit = [1] * len(kernel)
+    return grouped_conv(lb.subsample(source, steps, rows, elem), lb.convert(filter_, elem), groups, out_sizes, unit,
+                        unit, acc)
 
 
 def matmul(lhs: ir.Value, rhs: ir.Value, init: ir.Value, named: bool = False) -> ir.Value:

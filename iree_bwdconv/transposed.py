@@ -44,17 +44,11 @@ def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight:
     if targets.one_tap_half_on_gpu(spec.dtype, spec.kernel) and transposed_gemm_applies(spec):
         return _transposed_one_tap_gemm(spec, dy, w)
     if targets.windowless_half_on_gpu(spec.dtype, spec.kernel, spec.input_spatial):
-        # Each dim reads one tap a stride apart, or the taps of one output
-        # position: those rows, copied (and widened, where it is, in the
-        # copy: IREE 3.13's GPU codegen failed on the widening fused into a
-        # strided grouped contraction, "failed to apply fusion + hoisting
-        # patterns"), and a convolution over them without stride or dilation.
         channels = (spec.in_channels_per_group, spec.out_channels_per_group)
         elem = lb.element_type("f32" if targets.widens_windowless(spec.dtype, channels) else spec.dtype)
-        steps, rows = geometry.windowless_reads(spec.kernel, stride, dilation, spec.input_spatial)
-        dy, w = lb.subsample(dy, steps, rows, elem), lb.convert(w, elem)
-        stride = dilation = tuple(1 for _ in stride)
-    acc = forms.grouped_conv(dy, w, groups, spec.input_spatial, stride, dilation, acc_type)
+        acc = forms.windowless_grouped_conv(dy, w, groups, spec.input_spatial, stride, dilation, elem, acc_type)
+    else:
+        acc = forms.grouped_conv(dy, w, groups, spec.input_spatial, stride, dilation, acc_type)
     return lb.convert(acc, lb.element_type(spec.dtype))
 
 

@@ -19,7 +19,7 @@ whose window slides along no dim (3x1 over 3 rows) is a 1x1 kernel to
 IREE, and was as wrong in f16 (105%): it takes the im2col matmul too
 (`targets.windowless_half_on_gpu`). Grouped, either is one grouped
 convolution over the rows it reads with its positions' loops before its
-output channels' (`_windowless_groups`), in f32 where a group's channels
+output channels' (`contraction_forms.windowless_grouped_conv`), in f32 where a group's channels
 are off IREE's MMA tile (`targets.widens_windowless`): torch-mlir's named
 grouped convolution of them was 117%-135% off in f16, its loops in the
 order IREE's MMA code gets wrong (`mma_order`).
@@ -36,7 +36,7 @@ from torch_mlir.dialects import arith, linalg
 from torch_mlir.rewrite import PatternRewriter
 
 from iree_bwdconv import contraction_forms as forms
-from iree_bwdconv import geometry, gradients, group_split, targets, torch_ir
+from iree_bwdconv import gradients, group_split, targets, torch_ir
 from iree_bwdconv import linalg_builders as lb
 from iree_bwdconv.linalg_builders import PARALLEL
 from iree_bwdconv.spec import SUPPORTED_DTYPES
@@ -67,24 +67,6 @@ def _add_bias(value: ir.Value, bias: ir.Value) -> ir.Value:
         return arith.addf(a, lb.extend(b, acc_type))
 
     return result
-
-
-def _windowless_groups(x: ir.Value, w: ir.Value, groups: int, kernel: Sequence[int], out_spatial: Sequence[int],
-                       strides: Sequence[int], dilations: Sequence[int], dtype: str) -> ir.Value:
-    """A grouped f16/bf16 convolution on a GPU target whose window slides
-    along no dim (a 1x1 kernel among them): the rows it reads of the padded
-    input `x` copied (and widened to f32 where `targets.widens_windowless`,
-    in the copy: IREE 3.13's GPU codegen failed on a widening fused into a
-    strided grouped contraction), then one grouped convolution without
-    stride or dilation, accumulated in f32. torch-mlir's named grouped
-    convolution of such a layer came out of the H100 117%-135% off in f16:
-    its loops run output channels before positions (`mma_order`)."""
-    channels = (lb.sizes_of(w)[1], lb.sizes_of(w)[0] // groups)
-    elem = lb.element_type("f32" if targets.widens_windowless(dtype, channels) else dtype)
-    steps, rows = geometry.windowless_reads(kernel, strides, dilations, out_spatial)
-    unit = [1] * len(kernel)
-    return forms.grouped_conv(lb.subsample(x, steps, rows, elem), lb.convert(w, elem), groups, out_spatial, unit,
-                              unit, lb.element_type(gradients.ACCUMULATOR))
 
 
 def _one_group(x: ir.Value, w: ir.Value, out_spatial: Sequence[int],
@@ -139,7 +121,9 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
         c_g, f_g = c // groups_, f // groups_
         gather = windowless or im2col_applies(c_g, kernel, strides)
         if on_gpu and groups_ > 1:
-            out = _windowless_groups(x, w, groups_, kernel, out_spatial, strides, dilations, dtype)
+            elem = lb.element_type("f32" if targets.widens_windowless(dtype, (c_g, f_g)) else dtype)
+            out = forms.windowless_grouped_conv(x, w, groups_, out_spatial, strides, dilations, elem,
+                                                lb.element_type(gradients.ACCUMULATOR))
         else:
             parts = [_one_group(group_split.channel_slice(x, 1, g, c_g), group_split.channel_slice(w, 0, g, f_g),
                                 out_spatial, strides, dilations, gather)

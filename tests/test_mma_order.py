@@ -12,14 +12,13 @@ from __future__ import annotations
 import itertools
 import shlex
 import subprocess
-import types
 from pathlib import Path
 
 import pytest
 
 from benchmarks import gpu_check
 from benchmarks import mma_order as grid
-from iree_bwdconv import contraction_forms, functional, geometry, mma_order, pipeline
+from iree_bwdconv import contraction_forms, functional, mma_order, pipeline
 from iree_bwdconv.errors import WrongCodeError
 
 GEMM = ([0, 2], [2, 1], [0, 1])  # A[m, k], B[k, n] -> C[m, n]: loops (m, n, k)
@@ -154,10 +153,5 @@ def _judged_for_cuda(name: str) -> list[mma_order.Misordered]:
 def test_windowless_convolutions_keep_f16_in_the_order_that_is_right(name, monkeypatch):
     assert _judged_for_cuda(name) == []
     # The same forms in opdsl's loop order (output channels first): f16 MMA contractions with the fault.
-    monkeypatch.setattr(contraction_forms, "geometry", types.SimpleNamespace(slides_no_window=lambda *args: False))
+    monkeypatch.setattr(contraction_forms, "positions_first", lambda *args: False)
     assert _judged_for_cuda(name)
-
-
-def test_only_a_window_that_slides_along_no_dim_changes_the_loop_order():
-    assert geometry.slides_no_window([1, 1], [28, 28]) and geometry.slides_no_window([3, 1], [1, 5])
-    assert not geometry.slides_no_window([3, 1], [2, 5])
