@@ -199,7 +199,7 @@ def grouped_contraction_widened(spec: ConvBackwardSpec) -> bool:
     channels a group (docs/performance.md, "Windowless convolutions in f16")."""
     channels = _rows_columns(spec)
     few_channels = min(channels) < GROUPED_HALF_MIN_CHANNELS
-    windowless = geometry.slides_no_window(spec.kernel, spec.output_spatial)
+    windowless = geometry.slides_no_window(spec.kernel, _windows(spec))
     one_wide_off_tile = any(k == 1 for k in spec.kernel) and (
         not windowless or targets.widens_windowless(spec.dtype, channels))
     return (grouped_contraction_applies(spec) and targets.half_precision_on_gpu(spec.dtype)
@@ -449,7 +449,7 @@ def grad_weight_contraction(
     num = lead + 4 + 2 * r
     d = lb.dims(num)
     s, (g, row, col, *rest) = d[:lead], d[lead:]
-    if geometry.slides_no_window(spec.kernel, spec.output_spatial):
+    if geometry.slides_no_window(spec.kernel, _windows(spec)):
         # IREE folds it to a contraction with `windowed` first: its columns' loop must come before
         # the rows', or IREE 3.13's MMA code computes it wrongly in f16/bf16 (`mma_order`).
         row, col = col, row

@@ -15,10 +15,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import torch
 
 from benchmarks import gpu_check
 from benchmarks import mma_order as grid
-from iree_bwdconv import contraction_forms, functional, mma_order, pipeline
+from iree_bwdconv import contraction_forms, functional, gradients, mma_order, pipeline
 from iree_bwdconv.errors import WrongCodeError
 
 GEMM = ([0, 2], [2, 1], [0, 1])  # A[m, k], B[k, n] -> C[m, n]: loops (m, n, k)
@@ -155,3 +156,22 @@ def test_windowless_convolutions_keep_f16_in_the_order_that_is_right(name, monke
     # The same forms in opdsl's loop order (output channels first): f16 MMA contractions with the fault.
     monkeypatch.setattr(contraction_forms, "positions_first", lambda *args: False)
     assert _judged_for_cuda(name)
+
+
+@pytest.mark.parametrize("kernel", [(3, 3), (2, 2)])
+def test_a_transposed_weight_gradient_over_one_input_position_runs_in_the_right_order(kernel, monkeypatch):
+    # A transposed layer's weight gradient sums over its input's positions,
+    # not its output's: over one input position its window slides along no
+    # dim though its output has several. Forced to take the contraction
+    # (the lowering takes im2col there today), its loops must still be in
+    # the order IREE's MMA code gets right.
+    case = gpu_check.Case("transposed_one_position", 32, 64, 64, (1, 1), kernel, 1, 0, 1, "auto", "f16",
+                          kind="transposed")
+    tensors = [torch.zeros(size, dtype=torch.float16) for size in gpu_check.shapes(case).values()]
+    spec = functional.spec_of(*tensors, *gpu_check.arguments(case)[:-1], [False, True, False])
+    monkeypatch.setattr(gradients, "grad_weight_by_im2col", lambda spec: False)
+    functional.clear_cache()
+    try:
+        assert pipeline.judged_compile(functional.lowered(spec, target="cuda"), "cuda")[1] == []
+    finally:
+        functional.clear_cache()
