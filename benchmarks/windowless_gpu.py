@@ -97,7 +97,7 @@ def prepare(folder: Path, match: str = "") -> None:
     folder.mkdir(parents=True, exist_ok=True)
     cases, manifest = [], []
     for case, timed in _cases(match):
-        weight_only = case.name.startswith("W")
+        weight_only = case.name.removesuffix("_f16") in {name for name, *_ in WEIGHT_LAYERS}
         mask = "forward" if case.kind == "forward" else "grad_weight" if weight_only else "gradients"
         arguments = gpu_check.arguments(case)
         if weight_only:
