@@ -142,6 +142,8 @@ _LAYERS = (
     _layer("1x1_s1_c256_k64_56_n32", 32, 256, 64, 56, 1, 1, 0, 1, "auto"),  # ResNet-50's; its weight gradient
     _layer("1x3_s1_n32", 32, 64, 64, 28, (1, 3), 1, 0, 1, "auto"),          # was wrong by contraction at n32
     _layer("1x1_s1_g4", 8, 64, 128, 28, 1, 1, 0, 4, "auto"),
+    _layer("1x1_s1_g4_c128", 8, 128, 128, 28, 1, 1, 0, 4, "auto"),  # past 16 channels a group: the weight gradient's
+    _layer("1x1_s1_g2_c256_k128", 8, 256, 128, 14, 1, 1, 0, 2, "auto"),  # contraction, in f16/bf16
     _layer("1x3_s1", 8, 64, 64, 28, (1, 3), 1, 0, 1, "auto"),
     _layer("1x3_s1_g4", 8, 64, 64, 28, (1, 3), 1, 0, 4, "auto"),
     _layer("3x1_s2", 8, 64, 64, 28, (3, 1), 2, 0, 1, "auto"),
@@ -181,7 +183,8 @@ _BF16 = ("3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1",
          "1x1_s2_blocks_c64_v4", "1x1_s2_blocks_c72_v2_a8", "1x1_s2_blocks_c80_v4_a2", "1x1_s2_c200", "k1_s3_p1_1d",
          "1x1_s2_pairs_c32", "1x1_s2_pairs_c40_k72", "1x1_s2_pairs_c16_302x301", "1x1_s2_pairs_c32_a2",
          "1x1_s2_pairs_c32_a8", "1x1_s2_pairs_c136", "1x1_s2_pairs_c72_h29", "1x1_s2_pairs_c96_a8",
-         "1x1_s2_c12", "1x1_s1_k279", "1x1_s1_k1344", "k1x2_s2x1_d1x2_g3_n1", "transposed_3x1_s3_h1")
+         "1x1_s2_c12", "1x1_s1_k279", "1x1_s1_k1344", "k1x2_s2x1_d1x2_g3_n1", "transposed_3x1_s3_h1",
+         "1x1_s1_g4_c128", "1x1_s1_g2_c256_k128")
 # Layers also compiled with a dynamic batch dim (the lowering keeps its
 # linalg forms there: no hand-written kernel, no extern dispatch), by dtype.
 _DYNAMIC = {

@@ -125,6 +125,10 @@ LAYERS_GROUPED_ONE_WIDE = (
     ("1x1_s1_g32_c256_56_n32_f32", 32, 256, 256, 56, 1, 1, 0, "f32", 32),
     ("1x1_s1_g16_c256_56_n32_bf16", 32, 256, 256, 56, 1, 1, 0, "bf16", 16),
     ("3x1_s1_g32_c256_28_n32_f32", 32, 256, 256, 28, (3, 1), 1, 0, "f32", 32),
+    # 1x1 past GROUPED_ONE_WIDE_MAX_CHANNELS in multiples of 16 (f16 kept since stop 39)
+    ("1x1_s1_g8_c256_56_n32", 32, 256, 256, 56, 1, 1, 0, "f16", 8),
+    ("1x1_s1_g2_c256_56_n32", 32, 256, 256, 56, 1, 1, 0, "f16", 2),
+    ("1x1_s1_g8_c256_56_n32_bf16", 32, 256, 256, 56, 1, 1, 0, "bf16", 8),
 )
 
 
@@ -206,6 +210,9 @@ FORMS = {
         (gradients, "grouped_contraction_applies"): _grouped_any_kernel,
         (gradients, "grouped_contraction_widened"):
             lambda spec: _grouped_any_kernel(spec) and spec.dtype != "f32"}),
+    # grouped kernels with a dim of 1 by the contraction at any channels a group, read
+    # as f32 where `grouped_contraction_widened` says
+    "contraction-grouped": (None, None, {(gradients, "grouped_contraction_applies"): _grouped_any_kernel}),
     # grouped: one ungrouped weight gradient per group, each in the form the lowering picks for it
     "group-split": (None, None, {(group_split, "applies"): lambda groups, channels: groups > 1}),
 }

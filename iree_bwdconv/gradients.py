@@ -174,7 +174,12 @@ GROUPED_HALF_MIN_CHANNELS = 16
 # against 0.332, 3x1 g32 c256 28x28 0.122 against 0.912; slower from 30 a
 # group (1x1 g8 c240 28x28 0.255 against 0.189, g4 c256 0.477 against
 # 0.315). Strided, the f16 1x1 contraction failed at run time and a 1x3
-# one did not compile.
+# one did not compile. Past it, a window that slides along no dim (a 1x1
+# kernel) whose contraction keeps f16/bf16 (`grouped_contraction_widened`)
+# takes it too: on the H100, 1x1 g8 c256 56x56 n32 (32 a group) 0.130
+# against im2col's 0.329 (bf16 0.137 against 0.333), g4 (64) 0.142 against
+# 0.340, g2 (128) 0.173 against 0.962 ("Grouped 1x1 kernels in f16 past 16
+# channels a group"); in f32 g4 ran 1.06 against 0.63.
 GROUPED_ONE_WIDE_MAX_CHANNELS = 16
 
 
@@ -185,7 +190,16 @@ def grouped_contraction_applies(spec: ConvBackwardSpec) -> bool:
         return False
     if all(k > 1 for k in spec.kernel):
         return True
-    return all(s == 1 for s in spec.stride) and min(_rows_columns(spec)) <= GROUPED_ONE_WIDE_MAX_CHANNELS
+    if any(s != 1 for s in spec.stride):
+        return False
+    return min(_rows_columns(spec)) <= GROUPED_ONE_WIDE_MAX_CHANNELS or _windowless_in_half(spec)
+
+
+def _windowless_in_half(spec: ConvBackwardSpec) -> bool:
+    """Whether the weight gradient sums f16/bf16 over a window that slides
+    along no dim, with channels a group that IREE's MMA tile keeps in f16."""
+    return (targets.half_precision_on_gpu(spec.dtype) and geometry.slides_no_window(spec.kernel, _windows(spec))
+            and not targets.widens_windowless(spec.dtype, _rows_columns(spec)))
 
 
 def grouped_contraction_widened(spec: ConvBackwardSpec) -> bool:
@@ -197,11 +211,8 @@ def grouped_contraction_widened(spec: ConvBackwardSpec) -> bool:
     rows' (`grad_weight_contraction`) that one was right in f16 on the
     H100 and 1.6x-2.0x faster than widened, on three layers of 16
     channels a group (docs/performance.md, "Windowless convolutions in f16")."""
-    channels = _rows_columns(spec)
-    few_channels = min(channels) < GROUPED_HALF_MIN_CHANNELS
-    windowless = geometry.slides_no_window(spec.kernel, _windows(spec))
-    one_wide_off_tile = any(k == 1 for k in spec.kernel) and (
-        not windowless or targets.widens_windowless(spec.dtype, channels))
+    few_channels = min(_rows_columns(spec)) < GROUPED_HALF_MIN_CHANNELS
+    one_wide_off_tile = any(k == 1 for k in spec.kernel) and not _windowless_in_half(spec)
     return (grouped_contraction_applies(spec) and targets.half_precision_on_gpu(spec.dtype)
             and (few_channels or one_wide_off_tile))
 

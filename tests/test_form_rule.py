@@ -432,14 +432,18 @@ def test_gpu_grouped_weight_gradient_forms(channels, groups, kernel, transposed,
     (64, 4, (1, 3), 1, torch.float16, "widened"),
     (256, 32, (3, 1), 1, torch.float32, "contraction"),
     (240, 8, (1, 1), 1, torch.float16, "im2col"),      # 30 a group
-    (256, 4, (1, 1), 1, torch.float32, "im2col"),
+    (256, 8, (1, 1), 1, torch.float16, "contraction"),  # 32 a group: past 16, kept in f16
+    (256, 2, (1, 1), 1, torch.bfloat16, "contraction"),  # 128 a group
+    (256, 4, (3, 1), 1, torch.float16, "im2col"),      # 64 a group, 1-wide but its window sliding
+    (256, 4, (1, 1), 1, torch.float32, "im2col"),      # 64 a group in f32
     (256, 32, (1, 1), 2, torch.float16, "im2col"),     # strided
 ])
 def test_gpu_grouped_one_wide_weight_gradient_forms(channels, groups, kernel, stride, dtype, form):
     """Grouped kernels with a dim of 1 for CUDA at n32: the contraction,
     unstrided with at most 16 channels a group (`GROUPED_ONE_WIDE_MAX_CHANNELS`),
     read as f32 in f16/bf16 but for a 1x1 kernel whose channels a group are
-    multiples of 16; else im2col."""
+    multiples of 16, which takes it in f16/bf16 with any such count; else
+    im2col."""
     configuration = spec_nd(32, channels, channels, (28, 28), kernel, (stride,) * 2, (0, 0), groups=groups,
                             dtype=dtype, mask=(False, True, False))
     with targets.lowering_for("cuda"):
