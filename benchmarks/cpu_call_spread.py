@@ -1,9 +1,11 @@
 """How single calls of one CPU module spread, beside eager's: percentiles
 of many single calls under `iree-benchmark-module` (each row a process of
-its own, with the IREE runtime flags it names) and of eager calls in this
+its own, with the IREE runtime flags it names), of calls through the
+project's runtime in this process, the caller under SCHED_BATCH as shipped
+(`caller_thread`) and under SCHED_OTHER, and of eager calls in this
 process. On this 2-CPU machine the medians `cpu_timers` takes swing
 between runs while the fastest calls do not (docs/performance.md, "The
-stem's grad_weight call by call").
+stem's grad_weight call by call", "The caller's wake-up on the CPU").
 
     ./dev python -m benchmarks.cpu_call_spread [SHAPE-NAME-PART] [CALLS]
 
@@ -13,14 +15,16 @@ holds the part ("stem" unless told).
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import sys
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 import torch
 
-from iree_bwdconv import pipeline
+from iree_bwdconv import caller_thread, pipeline, runtime
 
 from . import cpu, modules
 
@@ -56,6 +60,13 @@ def main(match: str, calls: int) -> None:
             runs = cpu.benchmark_runs(vmfb, shape, [*flags, f"--benchmark_repetitions={calls}",
                                                     "--benchmark_min_time=1x"], device)
             times = [b["real_time"] for b in runs if b.get("run_type") == "iteration"]
+            print(f"| {label} | {percentiles(times)} |", flush=True)
+        module = runtime.LoadedModule(vmfb.read_bytes(), "cpu")
+        inputs = [torch.randn(t.shape) for t in modules.example_tensors(shape)]
+        for label, scheduling in (("runtime, caller SCHED_BATCH (as shipped)", caller_thread.batch_scheduling),
+                                  ("runtime, caller SCHED_OTHER", contextlib.nullcontext)):
+            with mock.patch.object(caller_thread, "batch_scheduling", scheduling):
+                times = cpu.call_times_ms(lambda: module(*inputs), calls)
             print(f"| {label} | {percentiles(times)} |", flush=True)
     eager = cpu.call_times_ms(cpu.eager_call(shape, GRAD_WEIGHT), calls)
     print(f"| eager (2 threads, in process) | {percentiles(eager)} |")

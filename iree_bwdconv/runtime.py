@@ -11,6 +11,7 @@ through host arrays. Results are on the device of the call's tensors.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import gc
 import logging
@@ -24,6 +25,8 @@ import numpy as np
 import torch
 from iree import runtime as ireert
 from torch.utils import dlpack
+
+from . import caller_thread
 
 DRIVERS = {"cpu": "local-task", "gfx942": "hip", "cuda": "cuda"}
 _DLPACK_CPU = 1  # DLDeviceType kDLCPU
@@ -224,7 +227,9 @@ class LoadedModule:
             # done, the copies that make arguments contiguous among it.
             args = tuple(a.detach().contiguous() for a in args)
             torch.cuda.current_stream(device).synchronize()
-        results = self._function(*(self._argument(a) for a in args))
+        arguments = [self._argument(a) for a in args]
+        with caller_thread.batch_scheduling() if self.target == "cpu" else contextlib.nullcontext():
+            results = self._function(*arguments)
         if not isinstance(results, (tuple, list)):
             results = (results,)
         if not on_cuda:
