@@ -28,11 +28,12 @@ import os
 import statistics
 import sys
 from pathlib import Path
+from typing import Callable
 
 import run_on_gpu
 
 
-def run(folder: Path, out: Path, rounds: int, baseline: str, keep) -> None:
+def run(folder: Path, out: Path, rounds: int, baseline: str, keep: Callable[[dict], bool]) -> None:
     entries = [e for e in json.loads((folder / os.environ.get("MANIFEST", "manifest.json")).read_text())
                if "vmfb" in e and "compile_error" not in e and keep(e)]
     for entry in entries:

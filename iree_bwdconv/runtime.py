@@ -228,7 +228,10 @@ class LoadedModule:
             args = tuple(a.detach().contiguous() for a in args)
             torch.cuda.current_stream(device).synchronize()
         arguments = [self._argument(a) for a in args]
-        with caller_thread.batch_scheduling() if self.target == "cpu" else contextlib.nullcontext():
+        # On the CPU an IREE worker wakes this thread at the call's end; it
+        # must not take that worker's core (`caller_thread`).
+        waiting = caller_thread.batch_scheduling() if self.target == "cpu" else contextlib.nullcontext()
+        with waiting:
             results = self._function(*arguments)
         if not isinstance(results, (tuple, list)):
             results = (results,)
