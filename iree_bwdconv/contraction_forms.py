@@ -18,7 +18,7 @@ from typing import Optional, Sequence
 from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg, tensor
 
-from . import geometry
+from . import geometry, targets
 from . import linalg_builders as lb
 from .linalg_builders import PARALLEL, REDUCTION
 
@@ -83,15 +83,19 @@ def grouped_conv(source: ir.Value, filter_: ir.Value, groups: int, out_sizes: Se
 
 
 def windowless_grouped_conv(source: ir.Value, filter_: ir.Value, groups: int, out_sizes: Sequence[int],
-                            strides: Sequence[int], dilations: Sequence[int], elem: ir.Type,
+                            strides: Sequence[int], dilations: Sequence[int], dtype: str,
                             acc: ir.Type) -> ir.Value:
-    """`grouped_conv` of a convolution whose window slides along no dim
-    (`geometry.slides_no_window`): the rows it reads of `source` copied at
-    unit step and converted to `elem` in the copy (IREE 3.13's GPU codegen
-    failed on a widening fused into a strided grouped contraction, "failed
-    to apply fusion + hoisting patterns"), then the convolution over them
-    without stride or dilation."""
-    kernel = lb.sizes_of(filter_)[2:]
+    """`grouped_conv` of a `dtype` convolution whose window slides along no
+    dim (`geometry.slides_no_window`) on a GPU target: the rows it reads of
+    `source` copied at unit step, then the convolution over them without
+    stride or dilation. The copy and the filter are widened to f32 where a
+    group's channels are off IREE's MMA tile (`targets.widens_windowless`),
+    in the copy: IREE 3.13's GPU codegen failed on a widening fused into a
+    strided grouped contraction ("failed to apply fusion + hoisting
+    patterns")."""
+    outputs, channels, *kernel = lb.sizes_of(filter_)
+    widened = targets.widens_windowless(dtype, (channels, outputs // groups))
+    elem = lb.element_type("f32" if widened else dtype)
     steps, rows = geometry.windowless_reads(kernel, strides, dilations, out_sizes)
     unit = [1] * len(kernel)
     return grouped_conv(lb.subsample(source, steps, rows, elem), lb.convert(filter_, elem), groups, out_sizes, unit,

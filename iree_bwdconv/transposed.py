@@ -44,9 +44,7 @@ def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight:
     if targets.one_tap_half_on_gpu(spec.dtype, spec.kernel) and transposed_gemm_applies(spec):
         return _transposed_one_tap_gemm(spec, dy, w)
     if targets.windowless_half_on_gpu(spec.dtype, spec.kernel, spec.input_spatial):
-        channels = (spec.in_channels_per_group, spec.out_channels_per_group)
-        elem = lb.element_type("f32" if targets.widens_windowless(spec.dtype, channels) else spec.dtype)
-        acc = forms.windowless_grouped_conv(dy, w, groups, spec.input_spatial, stride, dilation, elem, acc_type)
+        acc = forms.windowless_grouped_conv(dy, w, groups, spec.input_spatial, stride, dilation, spec.dtype, acc_type)
     else:
         acc = forms.grouped_conv(dy, w, groups, spec.input_spatial, stride, dilation, acc_type)
     return lb.convert(acc, lb.element_type(spec.dtype))

@@ -121,8 +121,7 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
         c_g, f_g = c // groups_, f // groups_
         gather = windowless or im2col_applies(c_g, kernel, strides)
         if on_gpu and groups_ > 1:
-            elem = lb.element_type("f32" if targets.widens_windowless(dtype, (c_g, f_g)) else dtype)
-            out = forms.windowless_grouped_conv(x, w, groups_, out_spatial, strides, dilations, elem,
+            out = forms.windowless_grouped_conv(x, w, groups_, out_spatial, strides, dilations, dtype,
                                                 lb.element_type(gradients.ACCUMULATOR))
         else:
             parts = [_one_group(group_split.channel_slice(x, 1, g, c_g), group_split.channel_slice(w, 0, g, f_g),
