@@ -4,12 +4,15 @@ Every failure leaves its input IR in a file and names the one command that
 reproduces it (torch-mlir-opt or iree-compile, both installed with the
 stack). Files go to $IREE_BWDCONV_REPRO_DIR, else a temp folder.
 
-A module compiled for the CPU first gets `cpu_conv_store`'s copies, where
+Every module first has its windowed inputs cropped where IREE would
+refuse them (`exact_windows`). A module compiled for the CPU then gets
+`cpu_conv_store`'s copies, where
 IREE 3.13's CPU code would store a convolution's result wrongly, whatever
 made the module (the lowering, a GPU target's form run on the CPU, a test).
 A module compiled for CUDA is refused (`WrongCodeError`) where IREE's
 configured dispatches hold a contraction its CUDA code computes wrongly
-(`mma_order`), whatever made it.
+(`mma_order`), whatever made it. Every compile passes the flags of the
+IREE faults seen on its target (`iree_faults`), after the caller's.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from pathlib import Path
 from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
-from . import cpu_conv_store, mma_order
+from . import cpu_conv_store, exact_windows, iree_faults, mma_order
 from .errors import PipelineError, WrongCodeError
 
 TORCH_BACKEND = "torchdynamo-export-to-torch-backend-pipeline"
@@ -44,6 +47,15 @@ TARGET_FLAGS: dict[str, tuple[str, ...]] = {
     # IREE 3.13 rejects sm_90; sm_80 PTX runs on Hopper.
     "cuda": ("--iree-hal-target-device=cuda", "--iree-cuda-target=sm_80"),
 }
+
+
+def compile_flags(target: str, extra_flags: tuple[str, ...] = (), workarounds: bool = True) -> tuple[str, ...]:
+    """Every flag iree-compile gets for `target`: the target's, the
+    caller's, then the workarounds of IREE's faults, which win over a
+    caller's flag of the same name (the last of a repeated flag counts)."""
+    if target not in TARGET_FLAGS:
+        raise ValueError(f"target={target!r}: expected one of {', '.join(TARGET_FLAGS)}")
+    return (*TARGET_FLAGS[target], *extra_flags, *(iree_faults.flags_for(target) if workarounds else ()))
 
 
 def repro_dir() -> Path:
@@ -107,10 +119,10 @@ def load_torch_conversion_dialect(context: ir.Context) -> None:
 
 def iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...] = (), *, as_given: bool = False) -> bytes:
     """Compile MLIR text (linalg on tensors) to a .vmfb for `target`
-    (`as_given`: without the CPU's copies or CUDA's refusal, to show what
-    they are for, or to time code known to be wrong)."""
+    (`as_given`: without the CPU's copies, CUDA's refusal or the faults'
+    flags, to show what they are for, or to time code known to be wrong)."""
     if as_given:
-        return _run_iree_compile(mlir, target, extra_flags, "module.vmfb", judged=False)[0]
+        return _run_iree_compile(mlir, target, extra_flags, "module.vmfb", judged=False, workarounds=False)[0]
     return _run_iree_compile(_for_target(mlir, target), target, extra_flags, "module.vmfb")[0]
 
 
@@ -122,13 +134,18 @@ def judged_compile(mlir: str, target: str,
     return _run_iree_compile(_for_target(mlir, target), target, extra_flags, "module.vmfb", refuse=False)
 
 
-def iree_compile_to(mlir: str, target: str, phase: str, extra_flags: tuple[str, ...] = ()) -> str:
-    """Stop iree-compile after `phase` (e.g. "flow") and return that IR as text."""
+def iree_compile_to(mlir: str, target: str, phase: str, extra_flags: tuple[str, ...] = (), *,
+                    as_given: bool = False) -> str:
+    """Stop iree-compile after `phase` (e.g. "flow") and return that IR as
+    text (`as_given` as for `iree_compile`)."""
     flags = (*extra_flags, f"--compile-to={phase}")
+    if as_given:
+        return _run_iree_compile(mlir, target, flags, "out.mlir", judged=False, workarounds=False)[0].decode()
     return _run_iree_compile(_for_target(mlir, target), target, flags, "out.mlir")[0].decode()
 
 
 def _for_target(mlir: str, target: str) -> str:
+    mlir = exact_windows.crop(mlir)
     return cpu_conv_store.guard(mlir) if target == "cpu" else mlir
 
 
@@ -139,10 +156,8 @@ JUDGED_TARGETS = ("cuda",)
 
 
 def _run_iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...], output: str, judged: bool = True,
-                      refuse: bool = True) -> tuple[bytes, list[mma_order.Misordered]]:
-    if target not in TARGET_FLAGS:
-        raise ValueError(f"target={target!r}: expected one of {', '.join(TARGET_FLAGS)}")
-    flags = [*TARGET_FLAGS[target], *extra_flags]
+                      refuse: bool = True, workarounds: bool = True) -> tuple[bytes, list[mma_order.Misordered]]:
+    flags = list(compile_flags(target, extra_flags, workarounds))
     wrong: list[mma_order.Misordered] = []
     with tempfile.TemporaryDirectory() as tmp:
         src, out = Path(tmp) / "input.mlir", Path(tmp) / output

@@ -1,0 +1,106 @@
+"""Faults of IREE's that this package works around, one named record each.
+
+A record says where the fault was seen (targets, element types, IREE
+versions), what goes wrong, and how we avoid it, and names its smallest
+reproducer (`reproducers/<name>.mlir`). `tests/test_iree_faults.py`
+compiles each reproducer on the pinned IREE without the workaround and
+fails, naming the fault, once it no longer reproduces: an IREE upgrade then
+says which workaround to drop. docs/iree-faults.md tells the same in prose.
+
+Where a workaround is a set of iree-compile flags, `pipeline` passes them
+on every compile for the fault's targets, after the caller's own flags, so
+that no caller turns the fault back on by accident (`pipeline.iree_compile`
+with `as_given=True` compiles without them, to show a fault).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+
+from iree.compiler import ir
+
+from .iree_ir import ops_where
+
+ALL_TARGETS = ("cpu", "gfx942", "cuda")
+
+
+@dataclass(frozen=True)
+class Fault:
+    name: str
+    targets: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    seen_in: tuple[str, ...]  # IREE releases it reproduced in
+    symptom: str
+    workaround: str
+    flags: tuple[str, ...] = ()  # iree-compile flags that avoid it, where that is the workaround
+
+    def reproducer(self) -> str:
+        """The smallest module that shows it, as MLIR text."""
+        return resources.files(__package__).joinpath("reproducers", f"{self.name}.mlir").read_text()
+
+
+MULTI_USE_FUSION_PARTIAL_WRITE = Fault(
+    name="multi_use_fusion_partial_write",
+    targets=ALL_TARGETS,
+    dtypes=("f32", "f16", "bf16"),
+    seen_in=("3.13.0",),
+    symptom=(
+        "IREE's dispatch creation (FuseMultiUseElementwiseProducerPass) fuses an elementwise op whose "
+        "result has several users into the first of them, and keeps the result as a second result of "
+        "the fused op, written through the indexing map by which that user reads it. Where the map is "
+        "not a permutation (an im2col gather of a strided 1x1 convolution reads every stride-th "
+        "element), only the elements it reads are written; the other users read memory no one wrote. "
+        "Two strided convolutions of one computed tensor, the 1x1 first (a RegNet or ResNet "
+        "downsampling block), came out 45%-100% off on the CPU, and changed from call to call. "
+        "Target-independent: the flow IR of every target holds the partial write."
+    ),
+    workaround="iree-compile without that fusion of multi-use producers, on every target",
+    flags=("--iree-dispatch-creation-fuse-multi-use=false",),
+)
+
+UNIT_WINDOW_FOLD = Fault(
+    name="unit_window_fold",
+    targets=ALL_TARGETS,
+    dtypes=("f32", "f16", "bf16"),
+    seen_in=("3.13.0",),
+    symptom=(
+        "iree-compile refuses a convolution or pooling with one output position along a dim whose "
+        "window reads fewer input positions than the input has (a 3x3 stride-2 window over 4 "
+        "columns): IREE folds the unit dim, so `o*s + k` reads at `k`, and takes the window's extent "
+        "from the input's (\"inferred input/output operand #1 has shape's dimension #3 to be 4, but "
+        "found 3\"). torch-mlir's named convolutions and poolings and our forward forms met it; a "
+        "graph holding one ran eagerly."
+    ),
+    workaround="every module's such inputs cropped to the span their windows read (`exact_windows`)",
+)
+
+FAULTS: dict[str, Fault] = {fault.name: fault for fault in (MULTI_USE_FUSION_PARTIAL_WRITE, UNIT_WINDOW_FOLD)}
+
+
+def flags_for(target: str) -> tuple[str, ...]:
+    """The iree-compile flags of every fault seen on `target`."""
+    return tuple(flag for fault in FAULTS.values() if target in fault.targets for flag in fault.flags)
+
+
+def _init_maps(op: ir.Operation) -> list[ir.AffineMap]:
+    """The indexing maps of a linalg op's inits (its outputs)."""
+    if "indexing_maps" not in op.attributes or "operandSegmentSizes" not in op.attributes:
+        return []
+    maps = [ir.AffineMapAttr(attr).value for attr in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    _, inits = ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])
+    return maps[len(maps) - inits:]
+
+
+def partial_writes(flow_ir: str) -> list[str]:
+    """The linalg ops of a module (IREE's flow IR or later) that write a
+    result through a map that is not a projected permutation: each element
+    of such a result is written at most where the loops happen to land,
+    which is `MULTI_USE_FUSION_PARTIAL_WRITE`'s mark. Empty where none."""
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(flow_ir)
+
+        def partial(op: ir.Operation) -> bool:
+            return op.name.startswith("linalg.") and any(not m.is_projected_permutation for m in _init_maps(op))
+
+        return [str(op.attributes["indexing_maps"]) for op in ops_where(module, partial)]

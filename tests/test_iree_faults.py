@@ -1,0 +1,90 @@
+"""Each IREE fault in `iree_faults` still reproduces on the pinned IREE
+without its workaround, and does not with it. A test here that fails
+because a fault no longer reproduces means IREE has fixed it: drop the
+workaround and the record."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import pytest
+import torch
+
+from iree_bwdconv import iree_faults, pipeline, runtime
+from iree_bwdconv.errors import PipelineError
+from iree_bwdconv.iree_faults import FAULTS, Fault
+
+
+def _partial_write_in_flow(fault: Fault, target: str, workarounds: bool) -> bool:
+    """The fused op that writes a result through a strided map, in the
+    reproducer's flow IR."""
+    flow = pipeline.iree_compile_to(fault.reproducer(), target, "flow", as_given=not workarounds)
+    return bool(iree_faults.partial_writes(flow))
+
+
+def _refused_for_a_unit_window(fault: Fault, target: str, workarounds: bool) -> bool:
+    """iree-compile's refusal of the reproducer, naming the window's extent."""
+    try:
+        pipeline.iree_compile(fault.reproducer(), target, as_given=not workarounds)
+    except PipelineError as error:
+        assert "inferred input/output operand" in error.diagnostics, error.diagnostics
+        return True
+    return False
+
+
+# How each fault shows itself, statically, on a target: (fault, target,
+# with its workaround) -> whether it is there.
+SHOWS: dict[str, Callable[[Fault, str, bool], bool]] = {
+    "multi_use_fusion_partial_write": _partial_write_in_flow,
+    "unit_window_fold": _refused_for_a_unit_window,
+}
+
+PAIRS = [(fault, target) for fault in FAULTS.values() for target in fault.targets]
+IDS = [f"{fault.name}-{target}" for fault, target in PAIRS]
+
+
+def test_every_fault_says_how_it_shows():
+    assert set(SHOWS) == set(FAULTS)
+
+
+@pytest.mark.parametrize("fault, target", PAIRS, ids=IDS)
+def test_fault_reproduces_without_its_workaround(fault, target):
+    assert SHOWS[fault.name](fault, target, False), (
+        f"IREE fault {fault.name} no longer reproduces on {target}: drop its workaround ({fault.workaround})")
+
+
+@pytest.mark.parametrize("fault, target", PAIRS, ids=IDS)
+def test_workaround_avoids_the_fault(fault, target):
+    assert not SHOWS[fault.name](fault, target, True)
+
+
+def test_multi_use_fusion_partial_write_gives_wrong_numbers_on_the_cpu():
+    """The reproducer run: the negated input, returned beside every other
+    element of it, is unwritten at odd indices without the workaround."""
+    fault = iree_faults.MULTI_USE_FUSION_PARTIAL_WRITE
+    x = torch.arange(1, 17, dtype=torch.float32).reshape(4, 4)
+
+    def negated(as_given: bool) -> np.ndarray:
+        vmfb = pipeline.iree_compile(fault.reproducer(), "cpu", as_given=as_given)
+        picked, whole = runtime.run(vmfb, [x], "cpu")
+        assert torch.equal(picked, -x[::2, ::2])
+        return whole.numpy()
+
+    assert not np.array_equal(negated(as_given=True), -x.numpy())
+    assert np.array_equal(negated(as_given=False), -x.numpy())
+
+
+def test_fault_flags_come_after_the_callers():
+    """A caller's flag of the same name cannot turn a fault back on."""
+    flag = iree_faults.MULTI_USE_FUSION_PARTIAL_WRITE.flags[0]
+    again = flag.replace("=false", "=true")
+    flags = pipeline.compile_flags("cpu", (again,))
+    assert flags.index(flag) > flags.index(again)
+    assert flag not in pipeline.compile_flags("cpu", workarounds=False)
+
+
+def test_partial_writes_reads_only_results():
+    """A strided read is no partial write; the same map on a result is."""
+    fault = iree_faults.MULTI_USE_FUSION_PARTIAL_WRITE
+    assert iree_faults.partial_writes(fault.reproducer()) == []
