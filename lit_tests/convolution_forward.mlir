@@ -266,3 +266,31 @@ func.func @declined_gpu_2d_k1x1_s1_p0_d1_g1_f32(%arg0: !torch.vtensor<[2,8,5,5],
   %2 = torch.aten.convolution %arg0, %arg1, %none, %0, %1, %0, %false, %1, %int1 : !torch.vtensor<[2,8,5,5],f32>, !torch.vtensor<[12,8,1,1],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[2,12,5,5],f32>
   return %2 : !torch.vtensor<[2,12,5,5],f32>
 }
+
+// -----
+
+// A depthwise convolution over 3 spatial dims, which torch-mlir cannot
+// lower: one grouped convolution generic (conv_3d's maps with a group dim)
+// on every target, accumulated in f32.
+// CHECK-LABEL: func.func @conv_3d_s1_p1_d1_g4_depthwise_f32
+// CHECK:         tensor.pad
+// CHECK:         tensor.expand_shape {{.*}} : tensor<2x4x7x6x8xf32> into tensor<2x4x1x7x6x8xf32>
+// CHECK:         linalg.generic
+// CHECK-SAME:      iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction", "reduction"]
+// CHECK:         tensor.collapse_shape {{.*}} : tensor<2x4x1x5x4x6xf32> into tensor<2x4x5x4x6xf32>
+// CHECK-NOT:     torch.aten.convolution
+// GPU-LABEL: func.func @conv_3d_s1_p1_d1_g4_depthwise_f32
+// GPU:         linalg.generic
+// GPU-NOT:     torch.aten.convolution
+
+func.func @conv_3d_s1_p1_d1_g4_depthwise_f32(%arg0: !torch.vtensor<[2,4,5,4,6],f32>, %arg1: !torch.vtensor<[4,1,3,3,3],f32>) -> !torch.vtensor<[2,4,5,4,6],f32> {
+  %false = torch.constant.bool false
+  %none = torch.constant.none
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %int4 = torch.constant.int 4
+  %0 = torch.prim.ListConstruct %int1, %int1, %int1 : (!torch.int, !torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.prim.ListConstruct %int0, %int0, %int0 : (!torch.int, !torch.int, !torch.int) -> !torch.list<int>
+  %2 = torch.aten.convolution %arg0, %arg1, %none, %0, %0, %0, %false, %1, %int4 : !torch.vtensor<[2,4,5,4,6],f32>, !torch.vtensor<[4,1,3,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[2,4,5,4,6],f32>
+  return %2 : !torch.vtensor<[2,4,5,4,6],f32>
+}

@@ -23,6 +23,8 @@ output channels' (`contraction_forms.windowless_grouped_conv`), in f32 where a g
 are off IREE's MMA tile (`targets.widens_windowless`): torch-mlir's named
 grouped convolution of them was 117%-135% off in f16, its loops in the
 order IREE's MMA code gets wrong (`mma_order`).
+A depthwise convolution over 3 spatial dims, which torch-mlir cannot
+lower, is ours on every target (`torch_mlir_lowers_none`).
 Products accumulate in f32 for every dtype, and the bias is added before
 the one rounding.
 """
@@ -53,6 +55,14 @@ def im2col_applies(channels: int, kernel: Sequence[int], strides: Sequence[int])
     then reads only the pixels used) or at least IM2COL_MIN_CHANNELS input
     channels; else the convolution generic."""
     return all(k == 1 for k in kernel) or any(s > 1 for s in strides) or channels >= IM2COL_MIN_CHANNELS
+
+
+def torch_mlir_lowers_none(groups: int, channels: int, rank: int) -> bool:
+    """A depthwise convolution (one input channel a group) over 3 spatial
+    dims, which torch-mlir's linalg lowering leaves unlowered ("failed to
+    legalize operation 'torch.aten.convolution'"), on every target: we
+    take it as one grouped convolution."""
+    return groups > 1 and channels == groups and rank == 3
 
 
 def _add_bias(value: ir.Value, bias: ir.Value) -> ir.Value:
@@ -98,11 +108,12 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
         return str(err)
     windowless = targets.windowless_half_on_gpu(dtype, kernel, out_spatial)
     gpu_forms = windowless or targets.one_tap_strided_f32_on_gpu(dtype, kernel, strides, groups_)
-    if targets.current() != "cpu" and not gpu_forms:
+    unlowered = torch_mlir_lowers_none(groups_, c, len(spatial))
+    if targets.current() != "cpu" and not (gpu_forms or unlowered):
         return (f"target {targets.current()}: torch-mlir's lowering keeps it (all but f16/bf16 1x1 kernels "
                 "or windows that slide along no dim, and ungrouped strided 1x1 kernels in f32)")
     on_gpu = targets.current() != "cpu"
-    if groups_ > 1 and not (on_gpu or group_split.applies(groups_, c)):
+    if groups_ > 1 and not (on_gpu or unlowered or group_split.applies(groups_, c)):
         return (f"groups={groups_} with {c} input channels: depthwise, which IREE recognizes; split only "
                 f"with at least {group_split.MIN_CHANNELS_PER_GROUP} channels per group")
     if dtype not in SUPPORTED_DTYPES:
@@ -120,7 +131,10 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
         w = torch_ir.to_builtin(weight)
         c_g, f_g = c // groups_, f // groups_
         gather = windowless or im2col_applies(c_g, kernel, strides)
-        if on_gpu and groups_ > 1:
+        if unlowered:
+            out = forms.grouped_conv(x, w, groups_, out_spatial, strides, dilations,
+                                     lb.element_type(gradients.ACCUMULATOR))
+        elif on_gpu and groups_ > 1:
             out = forms.windowless_grouped_conv(x, w, groups_, out_spatial, strides, dilations, dtype,
                                                 lb.element_type(gradients.ACCUMULATOR))
         else:
