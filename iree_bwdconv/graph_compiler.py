@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch_mlir import fx as torch_mlir_fx
+from torch_mlir import ir
 
 import iree_bwdconv.patterns.convolution_backward_phases as phases_pattern
 
@@ -107,6 +108,14 @@ def split_outputs(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, list[
     return gm, kept, slots
 
 
+def import_graph(gm: torch.fx.GraphModule) -> ir.Module:
+    """A graph of tensors in and tensors out (`split_outputs`) as raw
+    torch-dialect IR, ready for `lowering.lower_torch`."""
+    raw = torch_mlir_fx.stateless_fx_import(gm, output_type="raw")
+    pipeline.load_torch_conversion_dialect(raw.context)
+    return raw
+
+
 class CompiledGraph:
     """A static-shaped graph compiled for one target; called with the
     graph's flat list of inputs (aot_autograd's boxed convention)."""
@@ -120,8 +129,7 @@ class CompiledGraph:
         if not any(slot.kind == "result" for slot in self._slots):
             return  # nothing to compute: every output is an input or a constant
         started = time.perf_counter()
-        raw = torch_mlir_fx.stateless_fx_import(import_gm, output_type="raw")
-        pipeline.load_torch_conversion_dialect(raw.context)
+        raw = import_graph(import_gm)
         graph_ir = str(raw)
         imported = time.perf_counter()
         stats.import_s += imported - started
@@ -143,7 +151,7 @@ class CompiledGraph:
             timings["iree_compile"] = time.perf_counter() - begin - timings["lowering"]
             return vmfb
 
-        flags = pipeline.TARGET_FLAGS[target]
+        flags = pipeline.compile_flags(target)
         if cache is None:
             vmfb = compile_vmfb()
         else:
