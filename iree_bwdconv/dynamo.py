@@ -89,15 +89,17 @@ class Backend:
         self.stats = CompileStats()
         self.__name__ = "iree_bwdconv"  # dynamo names backends in its logs
         self._aot = aot_autograd(
-            fw_compiler=self._compile,
-            bw_compiler=self._compile,
+            fw_compiler=self.compile_graph,
+            bw_compiler=self.compile_graph,
             decompositions=lowering.decompositions(),
         )
 
     def __call__(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Callable:
         return self._aot(gm, example_inputs, **kwargs)
 
-    def _compile(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+    def compile_graph(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+        """One aten graph (a forward or a backward one, as aot_autograd hands
+        them over) compiled, in the boxed calling convention."""
         if has_symbolic_shapes(gm, example_inputs):
             return SpecializingGraph(gm, self._compile_static)
         return self._compile_static(gm, example_inputs)
