@@ -1,10 +1,13 @@
-"""The CNNs `iree-bwdconv train` and the training benchmark use, and the
-synthetic image dataset they learn from."""
+"""The CNNs `iree-bwdconv train` and the training benchmark use (ours, and
+torchvision's layouts from `model_zoo`), and the synthetic image dataset
+they learn from."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
+
+from .model_zoo import ZOO
 
 
 def conv_bn(c_in: int, c_out: int, kernel: int, stride: int = 1, groups: int = 1, relu: bool = True) -> nn.Sequential:
@@ -75,7 +78,7 @@ class ResNet18(nn.Module):
         return self.head(self.blocks(self.stem(x)).mean(dim=(2, 3)))
 
 
-MODELS = {"demo": DemoCNN, "resnet18": ResNet18}
+MODELS = {"demo": DemoCNN, "resnet18": ResNet18, **ZOO}
 
 
 class SyntheticImages:
