@@ -9,6 +9,7 @@ import threading
 from typing import Optional, Sequence
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 
 import iree_bwdconv.patterns.convolution_backward_phases as phases_pattern
 
@@ -16,12 +17,13 @@ from . import compile_fallback, operand_room, pipeline, targets
 from .errors import InvalidArgumentError
 from .lowering import lower
 from .runtime import LoadedModule
-from .spec import ConvBackwardSpec, make_spec
+from .spec import ConvBackwardSpec, make_spec, strict_bool
 
 GRAD_INPUT_FORM_VARIABLE = phases_pattern.FORM_VARIABLE
 _DTYPE_NAMES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 _cache: dict[tuple, LoadedModule] = {}
 _cache_lock = threading.Lock()
+_export_lock = threading.Lock()
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -58,6 +60,9 @@ class ConvolutionBackward(torch.nn.Module):
 def _check_tensor(name: str, value: object) -> torch.Tensor:
     if not isinstance(value, torch.Tensor):
         raise InvalidArgumentError(name, type(value).__name__, "expected a torch.Tensor")
+    if value.device.type == "meta" or isinstance(value, FakeTensor):
+        raise InvalidArgumentError(f"{name}.device", value.device.type,
+                                   "a meta or fake tensor holds no values to compute with")
     return value
 
 
@@ -92,9 +97,14 @@ _TORCH_DTYPES = {name: dtype for dtype, name in _DTYPE_NAMES.items()}
 
 def lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]] = None, target: str = "cpu") -> str:
     """Linalg MLIR of the configuration for `target`, traced on zeros of its
-    shapes (in the plain forms under `targets.lowering_plain_forms`)."""
-    return _lowered(spec, bias_sizes, phases_pattern.forced_form(), target, targets.plain_forms(),
-                    operand_room.setting())
+    shapes (in the plain forms under `targets.lowering_plain_forms`). One
+    thread at a time: torch.export is not thread-safe (four threads'
+    first calls at once failed inside it, and it saves and restores
+    torch.backends.mkldnn.enabled around each export, so that overlapping
+    exports left it off for the whole process)."""
+    with _export_lock:
+        return _lowered(spec, bias_sizes, phases_pattern.forced_form(), target, targets.plain_forms(),
+                        operand_room.setting())
 
 
 @functools.lru_cache(maxsize=256)
@@ -164,7 +174,7 @@ def convolution_backward(
     if target not in pipeline.TARGET_FLAGS:
         raise InvalidArgumentError("target", target, f"expected one of {', '.join(pipeline.TARGET_FLAGS)}")
     spec = spec_of(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
-                   output_padding, groups, output_mask, dynamic_batch)
+                   output_padding, groups, output_mask, strict_bool("dynamic_batch", dynamic_batch))
     if not any(spec.output_mask):
         return None, None, None
     sizes = None if bias_sizes is None else tuple(int(b) for b in bias_sizes)

@@ -7,6 +7,7 @@ input with the same message before anything is compiled.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -85,13 +86,40 @@ class ConvBackwardSpec:
         return list(zip(self.input_spatial, self.kernel, self.stride, self.padding, self.dilation))
 
 
+def _is_bool(value: object) -> bool:
+    """Python's bool or numpy's."""
+    return isinstance(value, bool) or (type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"))
+
+
+def strict_int(name: str, value: object) -> int:
+    """`value` as an int, where eager PyTorch takes it as one: a Python or
+    numpy integer, or an integer tensor of one element (anything with
+    `__index__`); never a bool, a float or a string."""
+    if _is_bool(value):
+        raise InvalidArgumentError(name, value, "expected an int, got a bool")
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise InvalidArgumentError(name, value, f"expected an int, got {type(value).__name__}") from None
+
+
+def strict_bool(name: str, value: object) -> bool:
+    """`value` as a bool, where eager PyTorch takes it as one: Python's or
+    numpy's bool, or the integer 0 or 1; never a string (eager refuses
+    "False", which bool() would take as True)."""
+    if _is_bool(value):
+        return bool(value)
+    if not isinstance(value, (str, bytes, float)) and hasattr(value, "__index__") and operator.index(value) in (0, 1):
+        return bool(operator.index(value))
+    raise InvalidArgumentError(name, value, f"expected a bool, got {type(value).__name__}")
+
+
 def _expand(name: str, value: Sequence[int], rank: int) -> tuple[int, ...]:
     """Accept one value per spatial dim, or a single value for all of them
     (as PyTorch's convolution does); anything else is an error."""
-    try:
-        items = tuple(int(v) for v in value)
-    except TypeError:
-        raise InvalidArgumentError(name, value, "expected a list of ints") from None
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise InvalidArgumentError(name, value, "expected a list of ints")
+    items = tuple(strict_int(name, v) for v in value)
     if len(items) == 1 and rank > 1:
         items = items * rank
     if len(items) != rank:
@@ -139,6 +167,8 @@ def make_spec(
     if len(set(dtypes.values())) != 1:
         raise UnsupportedDtypeError("dtypes", dtypes, "grad_output, input and weight must share one dtype")
     dtype = next(iter(dtypes.values()))
+    transposed = strict_bool("transposed", transposed)
+    groups = strict_int("groups", groups)
 
     rank = len(weight_shape)
     if not MIN_SPATIAL_RANK + 2 <= rank <= MAX_SPATIAL_RANK + 2:
@@ -175,10 +205,10 @@ def make_spec(
                     "must be smaller than max(stride, dilation) in every dim",
                 )
 
-    mask = tuple(bool(m) for m in output_mask)
-    if len(mask) != 3:
-        raise InvalidArgumentError("output_mask", list(output_mask), "expected 3 bools")
-    if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1:
+    if isinstance(output_mask, (str, bytes)) or not hasattr(output_mask, "__len__") or len(output_mask) != 3:
+        raise InvalidArgumentError("output_mask", output_mask, "expected 3 bools")
+    mask = tuple(strict_bool("output_mask", m) for m in output_mask)
+    if groups < 1:
         raise InvalidArgumentError("groups", groups, "must be a positive int")
 
     batch, in_channels = input_shape[0], input_shape[1]
@@ -232,6 +262,10 @@ def make_spec(
         )
     # Autograd's formula passes [0] for a convolution without bias, and then
     # never asks for grad_bias.
+    if bias_sizes is not None:
+        if isinstance(bias_sizes, (str, bytes)) or not hasattr(bias_sizes, "__iter__"):
+            raise InvalidArgumentError("bias_sizes", bias_sizes, "expected a list of ints or None")
+        bias_sizes = [strict_int("bias_sizes", size) for size in bias_sizes]
     no_bias = bias_sizes is not None and list(bias_sizes) == [0] and not mask[2]
     if bias_sizes is not None and not no_bias and list(bias_sizes) != [out_channels]:
         raise InvalidArgumentError(
