@@ -156,7 +156,7 @@ class CompiledGraph:
             vmfb = compile_vmfb()
         else:
             settings = (phases_pattern.forced_form(), operand_room.setting())
-            vmfb = cache.get_or_compile(cache_key(graph_ir, flags, settings), compile_vmfb)
+            vmfb = cache.get_or_compile(cache_key(graph_ir, pipeline.keyed_flags(flags), settings), compile_vmfb)
             stats.cache_hits += 0 if timings else 1
         stats.lowering_s += timings.get("lowering", 0.0)
         stats.iree_compile_s += timings.get("iree_compile", 0.0)

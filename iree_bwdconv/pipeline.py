@@ -17,9 +17,12 @@ IREE faults seen on its target (`iree_faults`), after the caller's.
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -37,11 +40,12 @@ LINALG_BACKEND = "torch-backend-to-linalg-on-tensors-backend-pipeline"
 TOSA_BACKEND = "torch-backend-to-tosa-backend-pipeline"
 STABLEHLO_BACKEND = "torch-backend-to-stablehlo-backend-pipeline"
 
+HOST_CPU_FLAG = "--iree-llvmcpu-target-cpu=host"
 TARGET_FLAGS: dict[str, tuple[str, ...]] = {
     "cpu": (
         "--iree-hal-target-device=local",
         "--iree-hal-local-target-device-backends=llvm-cpu",
-        "--iree-llvmcpu-target-cpu=host",
+        HOST_CPU_FLAG,
     ),
     "gfx942": ("--iree-hal-target-device=hip", "--iree-rocm-target=gfx942"),
     # IREE 3.13 rejects sm_90; sm_80 PTX runs on Hopper.
@@ -58,14 +62,62 @@ def compile_flags(target: str, extra_flags: tuple[str, ...] = (), workarounds: b
     return (*TARGET_FLAGS[target], *extra_flags, *(iree_faults.flags_for(target) if workarounds else ()))
 
 
+@functools.cache
+def host_cpu() -> str:
+    """The CPU that `HOST_CPU_FLAG` names to IREE on this machine, as IREE
+    resolves it: its name and features (e.g. `znver4` and +avx512f...).
+    Read once per process from a compile of an empty module."""
+    flags = [*TARGET_FLAGS["cpu"], "--compile-to=preprocessing"]
+    proc = subprocess.run([_tool("iree-compile"), *flags, "-", "-o", "-"], input="module {}", capture_output=True,
+                          text=True)
+    found = re.search(r'cpu = "([^"]*)", cpu_features = "([^"]*)"', proc.stdout)
+    if proc.returncode or not found:
+        raise PipelineError("iree-compile resolving the host CPU", proc.stderr or proc.stdout[:2000], "-",
+                            shlex.join([_tool("iree-compile"), *flags, "-"]))
+    return f"cpu={found.group(1)} features={found.group(2)}"
+
+
+def keyed_flags(flags: tuple[str, ...]) -> tuple[str, ...]:
+    """`flags` as a cache key must hold them: the host CPU spelled out, so
+    that a module built for one CPU is never taken for another's (one
+    built with AVX-512 ends a smaller CPU's process with SIGILL)."""
+    return tuple(f"{flag} ({host_cpu()})" if flag == HOST_CPU_FLAG else flag for flag in flags)
+
+
+REPRO_DIR_VARIABLE = "IREE_BWDCONV_REPRO_DIR"
+
+
+def _private_folder(path: Path) -> bool:
+    """Whether `path` is a folder of this user's that no one else may write."""
+    try:
+        info = path.stat()
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o022
+
+
 def repro_dir() -> Path:
-    path = Path(os.environ.get("IREE_BWDCONV_REPRO_DIR") or Path(tempfile.gettempdir()) / "iree-bwdconv-repro")
-    path.mkdir(parents=True, exist_ok=True)
+    """Where failing IR is saved: $IREE_BWDCONV_REPRO_DIR, else a folder of
+    this user's in the temp folder (0700). Where neither can be used (the
+    variable names a file, another user made the folder), a new private
+    temp folder: the failure being reported must not turn into this one."""
+    configured = os.environ.get(REPRO_DIR_VARIABLE)
+    path = Path(configured) if configured else Path(tempfile.gettempdir()) / f"iree-bwdconv-repro-{os.getuid()}"
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        return Path(tempfile.mkdtemp(prefix="iree-bwdconv-repro-"))
+    if not configured and not _private_folder(path):
+        return Path(tempfile.mkdtemp(prefix="iree-bwdconv-repro-"))
     return path
 
 
 def _save(text: str, stem: str) -> Path:
-    fd, name = tempfile.mkstemp(prefix=f"{stem}-", suffix=".mlir", dir=repro_dir())
+    folder = repro_dir()
+    try:
+        fd, name = tempfile.mkstemp(prefix=f"{stem}-", suffix=".mlir", dir=folder)
+    except OSError:  # a read-only or full folder the user named
+        fd, name = tempfile.mkstemp(prefix=f"{stem}-", suffix=".mlir", dir=tempfile.mkdtemp(prefix="iree-bwdconv-repro-"))
     with os.fdopen(fd, "w") as f:
         f.write(text)
     return Path(name)

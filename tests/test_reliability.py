@@ -1,16 +1,22 @@
-"""Probes of a hostile user's: threads, bad arguments. Each once failed
-(docs/reliability.md has the table: probe, what it did, this test)."""
+"""Probes of a hostile user's: threads, bad arguments, planted and damaged
+cache files, repro folders. Each once failed (docs/reliability.md has the
+table: probe, what it did, this test)."""
 
 from __future__ import annotations
 
+import os
+import stat
 import threading
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 import iree_bwdconv
-from iree_bwdconv import functional
+from iree_bwdconv import compile_cache, functional, pipeline
+from iree_bwdconv.compile_cache import CompileCache
 from iree_bwdconv.errors import InvalidArgumentError
 
 # Four small configurations, each its own module.
@@ -106,3 +112,131 @@ def test_meta_and_fake_tensors_are_refused_before_compiling(make, monkeypatch):
     monkeypatch.setattr(functional, "compiled_module", refuse)
     with pytest.raises(InvalidArgumentError, match="input.device"):
         iree_bwdconv.convolution_backward(_DY, make(_X), _W, *_GOOD.values())
+
+
+# The compile cache: trusts nothing it did not write for the key asked for.
+
+_KEY_A, _KEY_B = "a" * 64, "b" * 64
+
+
+def test_an_entry_copied_over_another_key_is_refused(tmp_path, caplog):
+    """A `conv(x)*2` module once answered for `conv(x)*3`: the digest
+    covered the payload only."""
+    cache = CompileCache(tmp_path / "cache")
+    cache.store(_KEY_A, b"module of A")
+    cache.path(_KEY_B).write_bytes(cache.path(_KEY_A).read_bytes())
+    assert cache.load(_KEY_A) == b"module of A"
+    assert cache.load(_KEY_B) is None and cache.corrupt == 1
+    assert "another key" in caplog.text and not cache.path(_KEY_B).exists()
+
+
+def test_the_copied_entry_through_the_backend_gives_the_right_numbers(tmp_path):
+    cache_dir = tmp_path / "cache"
+    x = torch.randn(2, 3, 8, 8)
+    w = torch.randn(4, 3, 3, 3)
+    twice = lambda x: torch.nn.functional.conv2d(x, w) * 2  # noqa: E731
+    thrice = lambda x: torch.nn.functional.conv2d(x, w) * 3  # noqa: E731
+    torch._dynamo.reset()
+    torch.compile(twice, backend=iree_bwdconv.backend(cache_dir=str(cache_dir)))(x)
+    (entry,) = cache_dir.glob("*.vmfb")
+    backend = iree_bwdconv.backend(cache_dir=str(cache_dir), fallback="raise")
+    torch._dynamo.reset()
+    torch.compile(thrice, backend=backend)(x)  # stores the second key's entry
+    for other in cache_dir.glob("*.vmfb"):
+        if other != entry:
+            other.write_bytes(entry.read_bytes())  # A's module planted under B's key
+    torch._dynamo.reset()
+    again = iree_bwdconv.backend(cache_dir=str(cache_dir), fallback="raise")
+    got = torch.compile(thrice, backend=again)(x)
+    torch._dynamo.reset()
+    assert torch.allclose(got, thrice(x), rtol=1e-5, atol=1e-5) and again.cache.corrupt == 1
+
+
+def test_a_folder_others_may_write_is_not_used(tmp_path, caplog):
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    folder.chmod(0o777)
+    cache = CompileCache(folder)
+    assert cache.get_or_compile(_KEY_A, lambda: b"compiled") == b"compiled"
+    assert not cache.path(_KEY_A).exists() and cache.load(_KEY_A) is None
+    assert str(folder) in caplog.text and "written by other users" in caplog.text
+
+
+def test_a_folder_of_another_user_is_not_used(tmp_path, monkeypatch, caplog):
+    cache = CompileCache(tmp_path / "cache")
+    cache.store(_KEY_A, b"module")
+    monkeypatch.setattr(compile_cache.os, "getuid", lambda: os.stat(tmp_path).st_uid + 1)
+    stranger = CompileCache(tmp_path / "cache")
+    assert stranger.load(_KEY_A) is None and "owned by user" in caplog.text
+
+
+def test_an_entry_others_may_write_is_refused(tmp_path, caplog):
+    cache = CompileCache(tmp_path / "cache")
+    cache.store(_KEY_A, b"module")
+    cache.path(_KEY_A).chmod(0o666)
+    assert cache.load(_KEY_A) is None and "written by other users" in caplog.text
+
+
+def test_new_folders_and_entries_are_private(tmp_path):
+    cache = CompileCache(tmp_path / "cache")
+    cache.store(_KEY_A, b"module")
+    assert stat.S_IMODE(cache.directory.stat().st_mode) == 0o700
+    assert stat.S_IMODE(cache.path(_KEY_A).stat().st_mode) == 0o600
+
+
+def test_a_killed_writers_file_is_removed_once_stale(tmp_path):
+    folder = tmp_path / "cache"
+    folder.mkdir(mode=0o700)
+    stale, fresh = folder / ".aaaa-old.tmp", folder / ".bbbb-new.tmp"
+    stale.write_bytes(b"half")
+    fresh.write_bytes(b"half")
+    old = time.time() - 2 * 3600
+    os.utime(stale, (old, old))
+    CompileCache(folder).load(_KEY_A)
+    assert not stale.exists() and fresh.exists()  # a live writer's is left alone
+
+
+def test_a_read_only_cache_degrades_to_none_with_one_warning(tmp_path, monkeypatch, caplog):
+    cache = CompileCache(tmp_path / "cache")
+    cache.store(_KEY_A, b"module")
+    cache.path(_KEY_B).write_bytes(b"corrupted")
+
+    def read_only(*args, **kwargs):
+        raise PermissionError("read-only file system")
+
+    monkeypatch.setattr(compile_cache.tempfile, "mkstemp", read_only)
+    monkeypatch.setattr(Path, "unlink", read_only)
+    assert cache.load(_KEY_B) is None  # its removal fails, quietly
+    for _ in range(3):
+        assert cache.get_or_compile(_KEY_B, lambda: b"compiled") == b"compiled"
+    assert caplog.text.count("cannot be written") == 1
+    assert cache.load(_KEY_A) == b"module"  # what it holds is still read
+
+
+def test_the_key_names_the_host_cpu(monkeypatch):
+    """An entry built where `host` meant AVX-512 killed a smaller CPU's
+    process with SIGILL: the flag said `host`, not the CPU."""
+    flags = pipeline.compile_flags("cpu")
+    here = compile_cache.cache_key("graph", pipeline.keyed_flags(flags))
+    assert pipeline.host_cpu().startswith("cpu=") and "features=+" in pipeline.host_cpu()
+    monkeypatch.setattr(pipeline, "host_cpu", lambda: "cpu=x86-64 features=+sse2")
+    assert compile_cache.cache_key("graph", pipeline.keyed_flags(flags)) != here
+
+
+# Where failing IR is saved.
+
+
+def test_a_repro_folder_naming_a_file_does_not_hide_the_compile_error(tmp_path, monkeypatch):
+    taken = tmp_path / "a file"
+    taken.write_text("")
+    monkeypatch.setenv(pipeline.REPRO_DIR_VARIABLE, str(taken))
+    with pytest.raises(iree_bwdconv.PipelineError, match="iree-compile for target cpu") as error:
+        pipeline.iree_compile("func.func @main( {", "cpu")
+    assert Path(error.value.repro_path).read_text() == "func.func @main( {"
+
+
+def test_the_default_repro_folder_is_this_users_alone(monkeypatch):
+    monkeypatch.delenv(pipeline.REPRO_DIR_VARIABLE, raising=False)
+    folder = pipeline.repro_dir()
+    info = folder.stat()
+    assert str(os.getuid()) in folder.name and info.st_uid == os.getuid() and not info.st_mode & 0o077
