@@ -21,18 +21,18 @@ def output_weights(outputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
             for i, out in enumerate(outputs)]
 
 
-def run(model: Callable[[torch.Tensor], Outputs], parameters: Sequence[torch.Tensor],
-        x: torch.Tensor) -> list[torch.Tensor]:
-    """Outputs, then the gradients of the input and of every parameter, of
+def run(model: Callable[..., Outputs], parameters: Sequence[torch.Tensor],
+        *inputs: torch.Tensor) -> list[torch.Tensor]:
+    """Outputs, then the gradients of each input and of every parameter, of
     one forward and backward pass."""
-    x = x.clone().requires_grad_(True)
+    inputs = tuple(x.clone().requires_grad_(True) for x in inputs)
     for p in parameters:
         p.grad = None
-    outputs = model(x)
+    outputs = model(*inputs)
     outputs = (outputs,) if isinstance(outputs, torch.Tensor) else tuple(outputs)
     loss = sum((out * w).sum() for out, w in zip(outputs, output_weights(outputs)))
     loss.backward()
-    return [out.detach() for out in outputs] + [x.grad] + [p.grad for p in parameters]
+    return [out.detach() for out in outputs] + [x.grad for x in inputs] + [p.grad for p in parameters]
 
 
 def trained(model: nn.Module) -> list[torch.Tensor]:
@@ -125,7 +125,8 @@ def assert_graph_as_accurate_as_eager(call: Call, what: str) -> None:
             assert torch.equal(out, eager[i]), f"{what}\noutput {i} differs"
 
 
-def assert_as_accurate_as_eager(model: nn.Module, x: torch.Tensor, backend, what: str, calls: int = 3) -> None:
+def assert_as_accurate_as_eager(model: nn.Module, inputs: Sequence[torch.Tensor], backend, what: str,
+                                calls: int = 3) -> None:
     """One forward and backward pass of `model` compiled with `backend`:
     each of its graphs as accurate as eager's run of it
     (`assert_graph_as_accurate_as_eager`), every graph through IREE (none
@@ -135,19 +136,19 @@ def assert_as_accurate_as_eager(model: nn.Module, x: torch.Tensor, backend, what
     ours = copy.deepcopy(model)
     recording = Recording(backend)
     compiled = torch.compile(ours, backend=recording)
-    got = run(compiled, trained(ours), x)
+    got = run(compiled, trained(ours), *inputs)
     first_pass = list(recording.calls)
     assert len(first_pass) >= 2, f"{what}\nno backward graph ran"
     for index, call in enumerate(first_pass):
         assert_graph_as_accurate_as_eager(call, f"{what}\ngraph {index} of {len(first_pass)} (forward first)")
     for call in range(1, calls):
-        again = run(compiled, trained(ours), x)
+        again = run(compiled, trained(ours), *inputs)
         for i, (a, b) in enumerate(zip(got, again)):
             assert torch.equal(a, b), f"{what}\ncall {call + 1} differs from the first in result {i}"
     assert backend.stats.graphs >= 2 and not backend.stats.fallbacks
 
 
-def recorded_graphs(model: nn.Module, x: torch.Tensor) -> list[torch.fx.GraphModule]:
+def recorded_graphs(model: nn.Module, inputs: Sequence[torch.Tensor]) -> list[torch.fx.GraphModule]:
     """The forward and backward aten graphs aot_autograd hands a backend
     for one pass of `model`, run eagerly."""
     from torch._dynamo.backends.common import aot_autograd
@@ -164,6 +165,6 @@ def recorded_graphs(model: nn.Module, x: torch.Tensor) -> list[torch.fx.GraphMod
     recorder = aot_autograd(fw_compiler=record, bw_compiler=record, decompositions=lowering.decompositions())
     torch._dynamo.reset()
     model = copy.deepcopy(model)
-    run(torch.compile(model, backend=recorder), trained(model), x)
+    run(torch.compile(model, backend=recorder), trained(model), *inputs)
     torch._dynamo.reset()
     return graphs

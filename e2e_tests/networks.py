@@ -277,3 +277,29 @@ def _draw(rng: random.Random, index: int) -> Network:
 
 def networks(count: int, seed: int = SEED) -> list[Network]:
     return [draw_network(index, seed) for index in range(count)]
+
+
+class Ensemble(nn.Module):
+    """Networks side by side, each on its own input, compiled as one: a
+    compile's fixed cost (tracing, iree-compile's start) shared by several
+    networks, so that CI can afford a few hundred of them."""
+
+    def __init__(self, members: Sequence[Network]) -> None:
+        super().__init__()
+        self.members = nn.ModuleList(members)
+        first, last = members[0].name.split("_")[0], members[-1].name.split("_")[0]
+        self.name = first if len(members) == 1 else f"{first}-{last.removeprefix('network')}"
+
+    def forward(self, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return tuple(out for member, x in zip(self.members, inputs) for out in member(x))
+
+    def example_inputs(self) -> list[torch.Tensor]:
+        return [member.example_input() for member in self.members]
+
+    def describe(self) -> str:
+        return "\n".join(member.describe() for member in self.members)
+
+
+def ensembles(members: Sequence[Network], size: int) -> list[Ensemble]:
+    return [Ensemble(members[i:i + size]) for i in range(0, len(members), size)]
+

@@ -43,4 +43,4 @@ def test_models_named_exist():
 def test_model_trains_a_step_like_eager(name, backend):
     torch.manual_seed(0)
     model = ZOO[name]()
-    assert_as_accurate_as_eager(model, torch.randn(4, 3, 64, 64), backend, name, calls=1)
+    assert_as_accurate_as_eager(model, [torch.randn(4, 3, 64, 64)], backend, name, calls=1)
