@@ -14,6 +14,8 @@ from . import openmp
 # Before torch is imported (by the modules below): libgomp reads it once.
 openmp.limit_spinning()
 
+from torch_mlir import ir  # noqa: E402
+
 from . import lowering, pipeline, targets  # noqa: E402
 from .errors import BwdConvError, InvalidArgumentError  # noqa: E402
 
@@ -23,7 +25,21 @@ _PLAIN_FORMS_HELP = ("lower in the plain forms on GPU targets (the direct grad_i
 
 
 def _read(path: str) -> str:
-    return sys.stdin.read() if path == "-" else Path(path).read_text()
+    try:
+        return sys.stdin.read() if path == "-" else Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else "not a text file"
+        raise InvalidArgumentError("input", path, reason) from None
+
+
+def _parse(text: str, path: str):
+    """Torch-dialect IR, or an error naming the input and the first thing
+    wrong with it."""
+    try:
+        return lowering.parse_torch_mlir(text)
+    except ir.MLIRError as err:
+        first = next((line.strip() for line in str(err).splitlines() if "error" in line), str(err).splitlines()[0])
+        raise InvalidArgumentError("input", path, f"not MLIR the torch dialect can read: {first}") from None
 
 
 def _write(text: str, path: Optional[str]) -> None:
@@ -61,7 +77,7 @@ def cmd_opt(args: argparse.Namespace) -> int:
     selected = tuple(registry[name] for name in args.pattern) if args.pattern else None
     outputs = []
     for chunk in _chunks(_read(args.input), args.split_input_file):
-        module = lowering.parse_torch_mlir(chunk)
+        module = _parse(chunk, args.input)
         with targets.lowering_for(args.target), _forms(args):
             mismatches = lowering.patterns.apply_patterns(module, selected)
         for reason in mismatches.reasons:
@@ -73,7 +89,7 @@ def cmd_opt(args: argparse.Namespace) -> int:
 
 def cmd_lower(args: argparse.Namespace) -> int:
     """Raw torch-dialect IR (as torch_mlir.fx imports it) -> backend IR."""
-    module = lowering.parse_torch_mlir(_read(args.input))
+    module = _parse(_read(args.input), args.input)
     with _forms(args):
         _write(lowering.lower_torch(module, args.backend, args.target), args.output)
     return 0

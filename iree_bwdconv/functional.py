@@ -60,10 +60,15 @@ class ConvolutionBackward(torch.nn.Module):
 def _check_tensor(name: str, value: object) -> torch.Tensor:
     if not isinstance(value, torch.Tensor):
         raise InvalidArgumentError(name, type(value).__name__, "expected a torch.Tensor")
+    return value
+
+
+def _check_has_values(name: str, value: torch.Tensor) -> None:
+    """A meta or fake tensor describes a configuration (`spec_of` takes
+    them) but holds nothing to compute with."""
     if value.device.type == "meta" or isinstance(value, FakeTensor):
         raise InvalidArgumentError(f"{name}.device", value.device.type,
                                    "a meta or fake tensor holds no values to compute with")
-    return value
 
 
 def spec_of(
@@ -175,6 +180,8 @@ def convolution_backward(
         raise InvalidArgumentError("target", target, f"expected one of {', '.join(pipeline.TARGET_FLAGS)}")
     spec = spec_of(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
                    output_padding, groups, output_mask, strict_bool("dynamic_batch", dynamic_batch))
+    for name, value in (("grad_output", grad_output), ("input", input), ("weight", weight)):
+        _check_has_values(name, value)
     if not any(spec.output_mask):
         return None, None, None
     sizes = None if bias_sizes is None else tuple(int(b) for b in bias_sizes)

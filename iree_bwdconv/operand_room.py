@@ -30,6 +30,7 @@ import os
 from iree.compiler import ir
 from iree.compiler.dialects import arith, tensor
 
+from .errors import InvalidArgumentError
 from .iree_ir import DYNAMIC, Size, edited, index, kept, ops_where, sizes_of
 
 VARIABLE = "IREE_BWDCONV_OPERAND_ROOM"
@@ -43,7 +44,7 @@ def setting() -> str:
     compiled-module cache key."""
     value = os.environ.get(VARIABLE, "").strip()
     if value not in ("", "0", "1"):
-        raise ValueError(f"{VARIABLE}={value!r}: expected 1 (on) or 0 (off)")
+        raise InvalidArgumentError(VARIABLE, value, "expected 1 (on) or 0 (off)")
     return "room" if value == "1" else ""
 
 

@@ -43,6 +43,7 @@ from iree_bwdconv import col2im, geometry, gradients, replacement, tap_tables, t
 from iree_bwdconv import contraction_forms as forms
 from iree_bwdconv import linalg_builders as lb
 from iree_bwdconv.linalg_builders import PARALLEL, REDUCTION
+from iree_bwdconv.errors import InvalidArgumentError
 from iree_bwdconv.spec import ConvBackwardSpec
 
 ROOT = "torch.aten.convolution_backward"
@@ -362,8 +363,13 @@ FORM_VARIABLE = "IREE_BWDCONV_GRAD_INPUT_FORM"
 
 def forced_form() -> str:
     """The form the environment forces ("auto" where it does not): part of
-    every compiled-module cache key."""
-    return os.environ.get(FORM_VARIABLE, "auto")
+    every compiled-module cache key, so read for every module, whatever its
+    layers; a value not in FORMS is refused there, not only by the layers
+    that ask."""
+    forced = os.environ.get(FORM_VARIABLE, "auto")
+    if forced not in FORMS:
+        raise InvalidArgumentError(FORM_VARIABLE, forced, f"expected one of {', '.join(FORMS)}")
+    return forced
 
 
 def choose_form(spec: ConvBackwardSpec) -> str:
@@ -415,8 +421,6 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     one GEMM on grad_output.
     """
     forced = forced_form()
-    if forced not in FORMS:
-        raise ValueError(f"{FORM_VARIABLE}={forced!r}: expected one of {', '.join(FORMS)}")
     aligned = all(d // math.gcd(d, s) == 1 for s, d in zip(spec.stride, spec.dilation))
     if forced == "sub-pixel":
         return "sub-pixel" if aligned else "per-phase"

@@ -240,3 +240,37 @@ def test_the_default_repro_folder_is_this_users_alone(monkeypatch):
     folder = pipeline.repro_dir()
     info = folder.stat()
     assert str(os.getuid()) in folder.name and info.st_uid == os.getuid() and not info.st_mode & 0o077
+
+
+# The environment and the command line.
+
+
+@pytest.mark.parametrize("stride", [1, 2], ids=["unstrided", "strided"])
+def test_an_unknown_grad_input_form_is_refused_for_every_layer(stride, monkeypatch):
+    """It was refused where the phases' rule ran and ignored elsewhere."""
+    from iree_bwdconv.patterns import convolution_backward_phases as phases
+
+    monkeypatch.setenv(phases.FORM_VARIABLE, "fastest")
+    x, w = torch.zeros(2, 3, 8, 8), torch.zeros(4, 3, 3, 3)
+    dy = torch.zeros(torch.nn.functional.conv2d(x, w, stride=stride, padding=1).shape)
+    with pytest.raises(InvalidArgumentError, match=f"{phases.FORM_VARIABLE}='fastest'"):
+        iree_bwdconv.convolution_backward(dy, x, w, None, [stride] * 2, [1, 1], [1, 1], False, [0, 0], 1,
+                                          [True, True, False])
+
+
+@pytest.mark.parametrize("content, said", [
+    (None, "No such file or directory"),
+    ("garbage {{\n", "not MLIR the torch dialect can read"),
+    (bytes(range(256)), "not a text file"),
+], ids=["missing", "garbage", "binary"])
+def test_the_cli_says_what_is_wrong_with_its_input_in_one_line(tmp_path, capsys, content, said):
+    from iree_bwdconv import cli
+
+    path = tmp_path / "model.mlir"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content)
+    assert cli.main(["lower", str(path)]) == 1
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and said in error and str(path) in error
