@@ -40,16 +40,17 @@ def iree_compile_once(tmp_path_factory: pytest.TempPathFactory):
     compile_for_real = pipeline._run_iree_compile
     versions = compile_cache.stack_versions()
 
-    def once(mlir, target, extra_flags, output, judged=True, refuse=True, workarounds=True):
+    def once(mlir, target, extra_flags, output, **options):
         if any(flag.startswith(_DUMPS) for flag in extra_flags):
-            return compile_for_real(mlir, target, extra_flags, output, judged, refuse, workarounds)
-        decided_by = (versions, mlir, target, tuple(extra_flags), output, judged, refuse, workarounds)
+            return compile_for_real(mlir, target, extra_flags, output, **options)
+        deciding = sorted((name, value) for name, value in options.items() if name != "timeout_s")
+        decided_by = (versions, mlir, target, tuple(extra_flags), output, deciding)
         path = folder / hashlib.sha256(repr(decided_by).encode()).hexdigest()
         try:
             return pickle.loads(path.read_bytes())
         except FileNotFoundError:
             pass
-        result = compile_for_real(mlir, target, extra_flags, output, judged, refuse, workarounds)
+        result = compile_for_real(mlir, target, extra_flags, output, **options)
         partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         partial.write_bytes(pickle.dumps(result))
         os.replace(partial, path)

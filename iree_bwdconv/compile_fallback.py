@@ -17,18 +17,19 @@ fix of the rules starts from.
 from __future__ import annotations
 
 import warnings
-from typing import Callable
+from typing import Callable, Optional
 
 from . import pipeline, targets
 from .errors import PipelineError, PlainFormsWarning, WrongCodeError
 
 
-def compile_lowering(lower: Callable[[], str], target: str) -> bytes:
-    """`lower()`'s IR compiled for `target`; on a GPU target whose compile
-    fails, `lower()` again under the plain forms, compiled."""
+def compile_lowering(lower: Callable[[], str], target: str, timeout_s: Optional[float] = None) -> bytes:
+    """`lower()`'s IR compiled for `target` (each iree-compile given
+    `timeout_s` seconds); on a GPU target whose compile fails, `lower()`
+    again under the plain forms, compiled."""
     mlir = lower()
     try:
-        return pipeline.iree_compile(mlir, target)
+        return pipeline.iree_compile(mlir, target, timeout_s=timeout_s)
     except PipelineError as error:
         if target == "cpu":
             raise
@@ -38,7 +39,7 @@ def compile_lowering(lower: Callable[[], str], target: str) -> bytes:
     if plain == mlir:
         raise first
     try:
-        vmfb = pipeline.iree_compile(plain, target)
+        vmfb = pipeline.iree_compile(plain, target, timeout_s=timeout_s)
     except PipelineError as second:
         raise first from second
     what = "would compute the lowering's usual forms wrongly" if isinstance(first, WrongCodeError) else "failed on the lowering's usual forms"

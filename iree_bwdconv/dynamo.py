@@ -27,6 +27,10 @@ log = logging.getLogger("iree_bwdconv")
 # target it defaults to.
 DEVICE_TARGETS = {"cpu": "cpu", "cuda": "cuda", "hip": "gfx942"}
 FALLBACKS = ("eager", "raise")
+# A graph's lowering, and each of its iree-compile runs, past this many
+# seconds falls back: EfficientNet-B0's largest graph took 80 s to compile
+# on a 2-core machine.
+DEFAULT_COMPILE_TIMEOUT_S = 1200.0
 
 
 class GraphLoweringError(BwdConvError):
@@ -65,6 +69,10 @@ class Backend:
     fallback: "eager" runs a graph we cannot lower eagerly (logged); "raise" raises.
     cache_dir: where compiled modules are kept (compile_cache.default_dir() if None);
     cache=False compiles every graph afresh.
+    isolate: run torch-mlir's pass pipelines in a worker process (`isolation`),
+    so that a graph that crashes them falls back instead of ending this one.
+    compile_timeout_s: the seconds a graph's lowering and each iree-compile may
+    take before the graph falls back (None: no limit).
     """
 
     def __init__(
@@ -74,6 +82,8 @@ class Backend:
         fallback: str = "eager",
         cache_dir: Optional[str] = None,
         cache: bool = True,
+        isolate: bool = True,
+        compile_timeout_s: Optional[float] = DEFAULT_COMPILE_TIMEOUT_S,
     ) -> None:
         if device not in DEVICE_TARGETS:
             raise InvalidArgumentError("device", device, f"expected one of {', '.join(DEVICE_TARGETS)}")
@@ -82,7 +92,14 @@ class Backend:
             raise InvalidArgumentError("target", target, f"not a compile target for device {device!r}")
         if fallback not in FALLBACKS:
             raise InvalidArgumentError("fallback", fallback, f"expected one of {', '.join(FALLBACKS)}")
+        if not isinstance(isolate, bool):
+            raise InvalidArgumentError("isolate", isolate, "expected a bool")
+        if compile_timeout_s is not None and (isinstance(compile_timeout_s, bool)
+                                              or not isinstance(compile_timeout_s, (int, float))
+                                              or not compile_timeout_s > 0):
+            raise InvalidArgumentError("compile_timeout_s", compile_timeout_s, "expected seconds above 0, or None")
         self.device, self.target, self.fallback = device, target, fallback
+        self.isolate, self.compile_timeout_s = isolate, compile_timeout_s
         if device == "cpu":
             _advise_on_threads()
         self.cache = CompileCache(cache_dir) if cache else None
@@ -106,7 +123,8 @@ class Backend:
 
     def _compile_static(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
         try:
-            return CompiledGraph(gm, self.target, self.cache, self.stats)
+            return CompiledGraph(gm, self.target, self.cache, self.stats, isolated=self.isolate,
+                                 timeout_s=self.compile_timeout_s)
         except Exception as err:  # noqa: BLE001 - any failure of the lowering means: not this graph
             what = f"graph of {_describe(gm)} ({_reason(err)})"
             if self.fallback == "raise":
@@ -122,9 +140,13 @@ def backend(
     fallback: str = "eager",
     cache_dir: Optional[str] = None,
     cache: bool = True,
+    isolate: bool = True,
+    compile_timeout_s: Optional[float] = None,
 ) -> Backend:
     """A configured `torch.compile` backend (see `Backend`)."""
-    return Backend(device=device, target=target, fallback=fallback, cache_dir=cache_dir, cache=cache)
+    return Backend(device=device, target=target, fallback=fallback, cache_dir=cache_dir, cache=cache,
+                   isolate=isolate,
+                   compile_timeout_s=DEFAULT_COMPILE_TIMEOUT_S if compile_timeout_s is None else compile_timeout_s)
 
 
 def iree_bwdconv(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], **kwargs: Any) -> Callable:

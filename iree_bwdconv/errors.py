@@ -17,6 +17,9 @@ class InvalidArgumentError(BwdConvError, ValueError):
         self.reason = reason
         super().__init__(f"{argument}={value!r}: {reason}")
 
+    def __reduce__(self):  # raised in a lowering worker, re-raised here (`isolation`)
+        return type(self), (self.argument, self.value, self.reason)
+
 
 class UnsupportedDtypeError(InvalidArgumentError, TypeError):
     """A tensor has a dtype the lowering does not handle (only f32, f16 and
@@ -44,6 +47,9 @@ class PipelineError(BwdConvError):
             f"The input IR was saved to {repro_path}\nReproduce with:\n  {command}"
         )
 
+    def __reduce__(self):  # raised in a lowering worker, re-raised here (`isolation`)
+        return type(self), (self.stage, self.diagnostics, self.repro_path, self.command)
+
 
 class WrongCodeError(PipelineError):
     """iree-compile succeeded, but its code holds a dispatch of a kind that
@@ -61,3 +67,9 @@ class PlainFormsWarning(UserWarning):
     compiled in the plain forms instead (`compile_fallback`).
     The message names the failing IR's file and the command that reproduces
     the failure."""
+
+
+class WorkerError(BwdConvError):
+    """The process that lowers a graph (`isolation`) crashed, was killed or
+    ran past its time limit. The graph falls back as the backend was told."""
+

@@ -13,6 +13,7 @@ static shapes and compiled once.
 from __future__ import annotations
 
 import copy
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
@@ -24,7 +25,7 @@ from torch_mlir import ir
 
 import iree_bwdconv.patterns.convolution_backward_phases as phases_pattern
 
-from . import compile_fallback, lowering, operand_room, pipeline
+from . import compile_fallback, isolation, lowering, operand_room, pipeline, targets
 from .compile_cache import CompileCache, cache_key
 from .runtime import LoadedModule
 
@@ -120,7 +121,11 @@ class CompiledGraph:
     """A static-shaped graph compiled for one target; called with the
     graph's flat list of inputs (aot_autograd's boxed convention)."""
 
-    def __init__(self, gm: torch.fx.GraphModule, target: str, cache: Optional[CompileCache], stats: CompileStats) -> None:
+    def __init__(self, gm: torch.fx.GraphModule, target: str, cache: Optional[CompileCache], stats: CompileStats,
+                 *, isolated: bool = False, timeout_s: Optional[float] = None) -> None:
+        """`isolated`: torch-mlir's pipelines run in a worker process
+        (`isolation`), so that a crash there cannot end this one; lowering
+        and iree-compile each get `timeout_s` seconds (None: no limit)."""
         # An instance attribute: dynamo's wrappers copy __dict__, not class attributes.
         self._boxed_call = True
         import_gm, self._inputs, self._slots = split_outputs(gm)
@@ -139,15 +144,18 @@ class CompiledGraph:
         def lower() -> str:
             # Lowering rewrites the module it is given: a second lowering
             # (`compile_fallback`'s plain forms) starts from the graph's text.
-            module = unlowered.pop() if unlowered else lowering.parse_torch_mlir(graph_ir)
             begin = time.perf_counter()
-            linalg = lowering.lower_torch(module, "linalg", target)
+            if isolated:
+                linalg = isolation.lower(graph_ir, target, targets.plain_forms(), timeout_s or math.inf)
+            else:
+                module = unlowered.pop() if unlowered else lowering.parse_torch_mlir(graph_ir)
+                linalg = lowering.lower_torch(module, "linalg", target)
             timings["lowering"] = timings.get("lowering", 0.0) + time.perf_counter() - begin
             return linalg
 
         def compile_vmfb() -> bytes:
             begin = time.perf_counter()
-            vmfb = compile_fallback.compile_lowering(lower, target)
+            vmfb = compile_fallback.compile_lowering(lower, target, timeout_s)
             timings["iree_compile"] = time.perf_counter() - begin - timings["lowering"]
             return vmfb
 

@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
@@ -169,13 +170,16 @@ def load_torch_conversion_dialect(context: ir.Context) -> None:
         PassManager.parse("builtin.module(torch-func-backend-type-conversion)").run(empty.operation)
 
 
-def iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...] = (), *, as_given: bool = False) -> bytes:
+def iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...] = (), *, as_given: bool = False,
+                 timeout_s: Optional[float] = None) -> bytes:
     """Compile MLIR text (linalg on tensors) to a .vmfb for `target`
     (`as_given`: without the CPU's copies, CUDA's refusal or the faults'
-    flags, to show what they are for, or to time code known to be wrong)."""
+    flags, to show what they are for, or to time code known to be wrong;
+    `timeout_s`: refuse, as a failure, a compile that takes longer)."""
     if as_given:
-        return _run_iree_compile(mlir, target, extra_flags, "module.vmfb", judged=False, workarounds=False)[0]
-    return _run_iree_compile(_for_target(mlir, target), target, extra_flags, "module.vmfb")[0]
+        return _run_iree_compile(mlir, target, extra_flags, "module.vmfb", judged=False, workarounds=False,
+                                 timeout_s=timeout_s)[0]
+    return _run_iree_compile(_for_target(mlir, target), target, extra_flags, "module.vmfb", timeout_s=timeout_s)[0]
 
 
 def judged_compile(mlir: str, target: str,
@@ -207,21 +211,70 @@ CONFIGURATIONS_FLAG = "--iree-hal-dump-executable-configurations-to"
 JUDGED_TARGETS = ("cuda",)
 
 
+# Runs a program that dies with the process that started it: prctl's
+# PR_SET_PDEATHSIG, where Linux has it. A compile left running after its
+# caller was killed held a core for minutes. (A launcher rather than
+# preexec_fn, which may deadlock in a process with threads.)
+_DIE_WITH_PARENT = (
+    "import ctypes, os, signal, sys\n"
+    "try:\n"
+    "    ctypes.CDLL(None).prctl(1, signal.SIGKILL)\n"
+    "except (AttributeError, OSError):\n"
+    "    pass\n"
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    sys.exit(1)\n"
+    "os.execv(sys.argv[2], sys.argv[2:])\n"
+)
+_SCRATCH_PREFIX = "iree-bwdconv-compile-"
+
+
+@functools.cache
+def _compiler() -> str:
+    """The iree-compile binary itself (the console script beside Python
+    starts it as a child of its own, which a kill would orphan)."""
+    from iree.compiler.tools import binaries
+
+    return binaries.find_tool("iree-compile")
+
+
+@functools.cache
+def _sweep_scratch() -> None:
+    """Once a process: remove the scratch folders of this user's compiles
+    whose process is gone (one killed mid-compile leaves its folder)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{_SCRATCH_PREFIX}*-*"):
+        try:
+            pid = int(folder.name.removeprefix(_SCRATCH_PREFIX).split("-")[0])
+            if folder.stat().st_uid != os.getuid():
+                continue
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except (ValueError, OSError):
+            continue
+
+
 def _run_iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...], output: str, judged: bool = True,
-                      refuse: bool = True, workarounds: bool = True) -> tuple[bytes, list[mma_order.Misordered]]:
+                      refuse: bool = True, workarounds: bool = True,
+                      timeout_s: Optional[float] = None) -> tuple[bytes, list[mma_order.Misordered]]:
     flags = list(compile_flags(target, extra_flags, workarounds))
     wrong: list[mma_order.Misordered] = []
-    with tempfile.TemporaryDirectory() as tmp:
+    _sweep_scratch()
+    with tempfile.TemporaryDirectory(prefix=f"{_SCRATCH_PREFIX}{os.getpid()}-") as tmp:
         src, out = Path(tmp) / "input.mlir", Path(tmp) / output
         src.write_text(mlir)
         judge = judged and target in JUDGED_TARGETS
         configured, dump = _configurations(flags, Path(tmp) / "configured") if judge else (None, [])
         started = time.time() - 1.0  # file times tick coarser than time.time()
-        proc = subprocess.run(
-            [_tool("iree-compile"), *flags, *dump, str(src), "-o", str(out)],
-            capture_output=True,
-            text=True,
-        )
+        launcher = [sys.executable, "-S", "-E", "-c", _DIE_WITH_PARENT, str(os.getpid())]
+        try:
+            proc = subprocess.run(
+                [*launcher, _compiler(), *flags, *dump, str(src), "-o", str(out)],
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+            )
+        except subprocess.TimeoutExpired:
+            proc = subprocess.CompletedProcess([], returncode=-1, stderr=f"error: timed out after {timeout_s:g} s")
         if proc.returncode == 0:
             wrong = mma_order.misordered_in(configured, started) if configured and configured.is_dir() else []
             if not (wrong and refuse):

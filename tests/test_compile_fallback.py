@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from typing import Optional
 
 import pytest
 import torch
@@ -44,7 +45,7 @@ class _Compiler:
     def __init__(self, failing: set[int]) -> None:
         self.failing, self.inputs = failing, []
 
-    def __call__(self, mlir: str, target: str) -> bytes:
+    def __call__(self, mlir: str, target: str, timeout_s: Optional[float] = None) -> bytes:
         self.inputs.append(mlir)
         if len(self.inputs) in self.failing:
             raise PipelineError(f"iree-compile for target {target}", "error: no", f"/repro/{len(self.inputs)}.mlir",
@@ -56,9 +57,9 @@ class _WrongCodeCompiler(_Compiler):
     """pipeline.iree_compile that refuses the calls numbered in `failing`
     as code IREE computes wrongly."""
 
-    def __call__(self, mlir: str, target: str) -> bytes:
+    def __call__(self, mlir: str, target: str, timeout_s: Optional[float] = None) -> bytes:
         try:
-            return super().__call__(mlir, target)
+            return super().__call__(mlir, target, timeout_s)
         except PipelineError as error:
             raise WrongCodeError(error.stage, "N before M", error.repro_path, error.command) from None
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 import torch
 
 import iree_bwdconv
+import iree_bwdconv.lowering
 from iree_bwdconv import compile_cache, functional, pipeline
 from iree_bwdconv.compile_cache import CompileCache
 from iree_bwdconv.errors import InvalidArgumentError
@@ -274,3 +276,101 @@ def test_the_cli_says_what_is_wrong_with_its_input_in_one_line(tmp_path, capsys,
     assert cli.main(["lower", str(path)]) == 1
     error = capsys.readouterr().err.strip()
     assert error.count("\n") == 0 and said in error and str(path) in error
+
+
+# Crashes and hangs of torch-mlir and IREE stay out of the user's process.
+
+
+def _sorted_descending(x: torch.Tensor) -> torch.Tensor:
+    return torch.sort(x, dim=-1, descending=True).values * x  # its backward crashed torch-mlir
+
+
+def test_a_graph_that_crashes_torch_mlir_runs_eagerly(caplog):
+    """Its backward ended the process with a segmentation fault, although
+    fallback="eager" promised it would run eagerly."""
+    x = torch.randn(4, 8, requires_grad=True)
+    backend = iree_bwdconv.backend(cache=False)
+    torch._dynamo.reset()
+    with caplog.at_level("WARNING", logger="iree_bwdconv"):
+        torch.compile(_sorted_descending, backend=backend)(x).sum().backward()
+    torch._dynamo.reset()
+    expected = x.detach().clone().requires_grad_(True)
+    _sorted_descending(expected).sum().backward()
+    assert torch.equal(x.grad, expected.grad)
+    assert "lowering worker died" in caplog.text and "running that graph eagerly" in caplog.text
+
+
+def test_a_graph_past_the_time_limit_falls_back(caplog):
+    x = torch.randn(2, 3, 8, 8)
+    w = torch.randn(4, 3, 3, 3)
+    backend = iree_bwdconv.backend(cache=False, compile_timeout_s=0.001)
+    torch._dynamo.reset()
+    with caplog.at_level("WARNING", logger="iree_bwdconv"):
+        got = torch.compile(lambda x: torch.nn.functional.conv2d(x, w, stride=2), backend=backend)(x)
+    torch._dynamo.reset()
+    assert torch.equal(got, torch.nn.functional.conv2d(x, w, stride=2))
+    assert "time limit of 0.001 s" in caplog.text and len(backend.stats.fallbacks) == 1
+
+
+@pytest.mark.parametrize("argument, value", [("isolate", "yes"), ("compile_timeout_s", 0), ("compile_timeout_s", "1")])
+def test_bad_backend_settings_are_named(argument, value):
+    with pytest.raises(InvalidArgumentError) as error:
+        iree_bwdconv.backend(**{argument: value})
+    assert error.value.argument == argument
+
+
+_KILLED_MID_COMPILE = """
+import sys, time
+from pathlib import Path
+import torch
+import iree_bwdconv
+from iree_bwdconv import isolation, pipeline
+isolation.lower(Path(sys.argv[1]).read_text(), "cpu", False, 600)  # starts the lowering worker
+Path(sys.argv[2]).write_text(str(isolation._worker.process.pid))
+pipeline.iree_compile(Path(sys.argv[3]).read_text(), "gfx942")
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+def test_a_process_killed_mid_compile_leaves_nothing_running_or_behind(tmp_path):
+    """A killed process left iree-compile running and its scratch folder
+    behind; the lowering worker must end with it too."""
+    import subprocess
+    import sys
+
+    raw = tmp_path / "graph.mlir"
+    raw.write_text(str(iree_bwdconv.lowering.import_module(torch.nn.ReLU(), torch.randn(2, 3))))
+    spec = functional.spec_of(torch.zeros(2, 16, 8, 8, 8), torch.zeros(2, 16, 16, 16, 16), torch.zeros(16, 16, 3, 3, 3),
+                              None, [2] * 3, [1] * 3, [1] * 3, False, [0] * 3, 1, [True, True, True])
+    module = tmp_path / "module.mlir"
+    module.write_text(functional.lowered(spec, (16,), "gfx942"))
+    worker_pid = tmp_path / "worker.pid"
+    child = subprocess.Popen([sys.executable, "-c", _KILLED_MID_COMPILE, str(raw), str(worker_pid), str(module)])
+    scratch = []
+    deadline = time.time() + 120
+    while not scratch and time.time() < deadline and child.poll() is None:
+        scratch = list(Path(tempfile.gettempdir()).glob(f"iree-bwdconv-compile-{child.pid}-*"))
+        time.sleep(0.05)
+    assert scratch, "the child never started iree-compile"
+    compilers = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p).count(str(scratch[0]))]
+    child.kill()
+    child.wait()
+    time.sleep(1.0)
+    assert compilers and not any(_running(pid) for pid in compilers), "iree-compile outlived its caller"
+    assert not _running(int(worker_pid.read_text())), "the lowering worker outlived its caller"
+    pipeline._sweep_scratch.__wrapped__()
+    assert not scratch[0].exists()
+
+
+def _cmdline(proc: Path) -> str:
+    try:
+        return (proc / "cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
