@@ -73,7 +73,9 @@ def _generic_crops(op: ir.Operation) -> list[tuple[int, list[int]]]:
     """(input operand, its cropped sizes) of a generic's inputs read past
     what their windows reach."""
     maps = _maps(op)
-    shapes = [list(operand.type.shape) for operand in op.operands]
+    # A scalar operand (an f32 `ins`) has a map of no results and no shape.
+    shapes = [list(operand.type.shape) if isinstance(operand.type, ir.RankedTensorType) else []
+              for operand in op.operands]
     extents: list[Optional[int]] = [None] * maps[0].n_dims
     for affine_map, shape in zip(maps, shapes):
         for expr, size in zip(affine_map.results, shape):

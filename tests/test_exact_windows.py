@@ -76,3 +76,22 @@ def test_a_module_whose_windows_fit_comes_back_as_it_was():
     x, w = torch.randn(2, 4, 8, 8), torch.randn(4, 4, 3, 3)
     text = iree_bwdconv.lower(Module(lambda x, w: F.conv2d(x, w, stride=2, padding=1)), x, w, target="cpu")
     assert exact_windows.crop(text) is text
+
+
+def test_a_generic_with_a_scalar_operand_is_cropped_too():
+    """A scalar `ins` has a map of no results and no shape."""
+    text = """
+#window = affine_map<(d0, d1) -> (d0 * 2 + d1)>
+#scalar = affine_map<(d0, d1) -> ()>
+#out = affine_map<(d0, d1) -> (d0, d1)>
+func.func @main(%x: tensor<4xf32>, %c: f32) -> tensor<1x3xf32> {
+  %e = tensor.empty() : tensor<1x3xf32>
+  %r = linalg.generic {indexing_maps = [#window, #scalar, #out], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %c : tensor<4xf32>, f32) outs(%e : tensor<1x3xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %y = arith.mulf %a, %b : f32
+    linalg.yield %y : f32
+  } -> tensor<1x3xf32>
+  return %r : tensor<1x3xf32>
+}"""
+    assert "tensor.extract_slice %arg0[0] [3] [1] : tensor<4xf32> to tensor<3xf32>" in exact_windows.crop(text)
