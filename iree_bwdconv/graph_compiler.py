@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import copy
 import math
+import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence, Union
 
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
@@ -41,6 +42,13 @@ class CompileStats:
     load_s: float = 0.0
     cache_hits: int = 0
     fallbacks: list[str] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, **amounts: float) -> None:
+        """Adds to the named counts: graphs compile in several threads at once."""
+        with self._lock:
+            for name, amount in amounts.items():
+                setattr(self, name, getattr(self, name) + amount)
 
     @property
     def total_s(self) -> float:
@@ -117,39 +125,58 @@ def import_graph(gm: torch.fx.GraphModule) -> ir.Module:
     return raw
 
 
+@dataclass(frozen=True)
+class ImportedGraph:
+    """A graph as torch-dialect text (`graph_ir`, None where it computes
+    nothing), with the positions of the inputs the IREE function takes and
+    how its outputs are rebuilt."""
+
+    graph_ir: Optional[str]
+    inputs: list[int]
+    slots: list[OutputSlot]
+
+
+def import_for_iree(gm: torch.fx.GraphModule, stats: CompileStats) -> ImportedGraph:
+    """`gm` through torch-mlir's importer (in the calling thread: it reads
+    the graph, which dynamo's thread owns)."""
+    import_gm, inputs, slots = split_outputs(gm)
+    if not any(slot.kind == "result" for slot in slots):
+        return ImportedGraph(None, inputs, slots)  # every output is an input or a constant
+    started = time.perf_counter()
+    graph_ir = str(import_graph(import_gm))
+    stats.add(import_s=time.perf_counter() - started)
+    return ImportedGraph(graph_ir, inputs, slots)
+
+
 class CompiledGraph:
     """A static-shaped graph compiled for one target; called with the
     graph's flat list of inputs (aot_autograd's boxed convention)."""
 
-    def __init__(self, gm: torch.fx.GraphModule, target: str, cache: Optional[CompileCache], stats: CompileStats,
-                 *, isolated: bool = False, timeout_s: Optional[float] = None) -> None:
-        """`isolated`: torch-mlir's pipelines run in a worker process
-        (`isolation`), so that a crash there cannot end this one; lowering
-        and iree-compile each get `timeout_s` seconds (None: no limit)."""
+    def __init__(self, gm: Union[torch.fx.GraphModule, ImportedGraph], target: str, cache: Optional[CompileCache],
+                 stats: CompileStats, *, isolated: bool = False, timeout_s: Optional[float] = None) -> None:
+        """`gm`: the graph, or what `import_for_iree` made of it.
+        `isolated`: torch-mlir's pipelines run in a worker process
+        (`isolation`), so that a crash there cannot end this one, and any
+        thread may build this; lowering and iree-compile each get
+        `timeout_s` seconds (None: no limit)."""
         # An instance attribute: dynamo's wrappers copy __dict__, not class attributes.
         self._boxed_call = True
-        import_gm, self._inputs, self._slots = split_outputs(gm)
+        imported = gm if isinstance(gm, ImportedGraph) else import_for_iree(gm, stats)
+        self._inputs, self._slots = imported.inputs, imported.slots
         self._module: Optional[LoadedModule] = None
+        self._target, self._stats = target, stats
         self.vmfb: Optional[bytes] = None
-        if not any(slot.kind == "result" for slot in self._slots):
-            return  # nothing to compute: every output is an input or a constant
-        started = time.perf_counter()
-        raw = import_graph(import_gm)
-        graph_ir = str(raw)
-        imported = time.perf_counter()
-        stats.import_s += imported - started
+        if imported.graph_ir is None:
+            return
+        graph_ir = imported.graph_ir
         timings = {}
-        unlowered = [raw]
 
         def lower() -> str:
-            # Lowering rewrites the module it is given: a second lowering
-            # (`compile_fallback`'s plain forms) starts from the graph's text.
             begin = time.perf_counter()
             if isolated:
                 linalg = isolation.lower(graph_ir, target, targets.plain_forms(), timeout_s or math.inf)
             else:
-                module = unlowered.pop() if unlowered else lowering.parse_torch_mlir(graph_ir)
-                linalg = lowering.lower_torch(module, "linalg", target)
+                linalg = lowering.lower_torch(lowering.parse_torch_mlir(graph_ir), "linalg", target)
             timings["lowering"] = timings.get("lowering", 0.0) + time.perf_counter() - begin
             return linalg
 
@@ -161,15 +188,12 @@ class CompiledGraph:
 
         flags = pipeline.compile_flags(target)
         if cache is None:
-            vmfb = compile_vmfb()
+            self.vmfb = compile_vmfb()
         else:
             settings = (phases_pattern.forced_form(), operand_room.setting())
-            vmfb = cache.get_or_compile(cache_key(graph_ir, pipeline.keyed_flags(flags), settings), compile_vmfb)
-            stats.cache_hits += 0 if timings else 1
-        stats.lowering_s += timings.get("lowering", 0.0)
-        stats.iree_compile_s += timings.get("iree_compile", 0.0)
-        self.vmfb, self._target, self._stats = vmfb, target, stats
-        stats.graphs += 1
+            self.vmfb = cache.get_or_compile(cache_key(graph_ir, pipeline.keyed_flags(flags), settings), compile_vmfb)
+        stats.add(graphs=1, cache_hits=0 if timings else 1, lowering_s=timings.get("lowering", 0.0),
+                  iree_compile_s=timings.get("iree_compile", 0.0))
 
     def _loaded(self) -> LoadedModule:
         """The module on its device, loaded at the first call: compiling for
@@ -177,7 +201,7 @@ class CompiledGraph:
         if self._module is None:
             loading = time.perf_counter()
             self._module = LoadedModule(self.vmfb, self._target)
-            self._stats.load_s += time.perf_counter() - loading
+            self._stats.add(load_s=time.perf_counter() - loading)
         return self._module
 
     def __call__(self, args: list[Any]) -> list[Any]:

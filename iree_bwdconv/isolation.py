@@ -16,9 +16,11 @@ child: those import the user's main module again, and a script without a
 and everything that decides its forms (the target, the plain forms, the
 environment's form and operand room), so that it lowers exactly what this
 process would, and answers on a pipe of its own: what torch-mlir prints
-goes to this process's stderr. One worker a process, one graph at a time,
-started on first use (about 3 s: it imports torch and torch-mlir). It
-ends with this process, however that ends.
+goes to this process's stderr. A worker lowers one graph at a time; graphs
+lowered at once from several threads (the backend compiles a forward and
+a backward graph side by side) each get a worker, started on first use
+(about 3 s: it imports torch and torch-mlir) and kept for the next graph.
+Workers end with this process, however that ends.
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import queue
 import select
 import subprocess
 import sys
 import threading
+from concurrent.futures import Future
 from typing import Any, BinaryIO, Optional
 
 from .errors import WorkerError
@@ -119,22 +123,63 @@ class _Worker:
         self.process.wait(10)
 
 
-_worker: Optional[_Worker] = None
+_idle: list[_Worker] = []
 _lock = threading.Lock()
+_spawns: "queue.Queue[Future]" = queue.Queue()
+_spawner: Optional[threading.Thread] = None
+
+
+def _spawn_forever() -> None:
+    while True:
+        future = _spawns.get()
+        try:
+            future.set_result(_Worker())
+        except BaseException as err:  # noqa: BLE001 - handed to the thread that asked
+            future.set_exception(err)
+
+
+def _new_worker() -> _Worker:
+    """A worker started by one thread that lives as long as this process:
+    Linux ends a worker when the thread that started it ends (its
+    PR_SET_PDEATHSIG follows the thread), and graphs compile in threads
+    that end with their graph."""
+    global _spawner
+    with _lock:
+        if _spawner is None:
+            _spawner = threading.Thread(target=_spawn_forever, name="iree-bwdconv-workers", daemon=True)
+            _spawner.start()
+    future: Future = Future()
+    _spawns.put(future)
+    return future.result()
+
+
+def _take() -> _Worker:
+    with _lock:
+        while _idle:
+            worker = _idle.pop()
+            if worker.alive():
+                return worker
+    return _new_worker()
 
 
 def lower(graph_ir: str, target: str, plain: bool, timeout_s: float) -> str:
-    """The graph's linalg for `target`, made in the worker process."""
-    global _worker
+    """The graph's linalg for `target`, made in a worker process."""
     request = (graph_ir, target, plain, {name: os.environ.get(name) for name in _SETTINGS})
+    worker = _take()
+    try:
+        return worker.lower(request, timeout_s)
+    except WorkerError:
+        raise  # the worker died or was killed: the next graph starts another
+    finally:
+        if worker.alive():
+            with _lock:
+                _idle.append(worker)
+
+
+def worker_pids() -> list[int]:
+    """The idle workers' process ids."""
     with _lock:
-        if _worker is None or not _worker.alive():
-            _worker = _Worker()
-        try:
-            return _worker.lower(request, timeout_s)
-        except WorkerError:
-            _worker = None
-            raise
+        return [worker.process.pid for worker in _idle]
 
 
 if __name__ == "__main__":

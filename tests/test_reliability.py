@@ -17,8 +17,9 @@ import torch
 
 import iree_bwdconv
 import iree_bwdconv.lowering
-from iree_bwdconv import compile_cache, functional, pipeline
+from iree_bwdconv import compile_cache, functional, isolation, pipeline
 from iree_bwdconv.compile_cache import CompileCache
+from iree_bwdconv.dynamo import GraphLoweringError
 from iree_bwdconv.errors import InvalidArgumentError
 
 # Four small configurations, each its own module.
@@ -312,7 +313,71 @@ def test_a_graph_past_the_time_limit_falls_back(caplog):
     assert "time limit of 0.001 s" in caplog.text and len(backend.stats.fallbacks) == 1
 
 
-@pytest.mark.parametrize("argument, value", [("isolate", "yes"), ("compile_timeout_s", 0), ("compile_timeout_s", "1")])
+def _conv_bn_relu() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, stride=2, padding=1), torch.nn.BatchNorm2d(4),
+                               torch.nn.ReLU())
+
+
+def test_a_frames_forward_and_backward_graphs_compile_side_by_side(monkeypatch):
+    """Graphs compiled one after another: EfficientNet-B0's first step
+    spent 202 s in iree-compile on a 2-core machine. Each lowering here
+    waits until a second one has started: one at a time, the forward's
+    waits in vain and falls back."""
+    both_lowering = threading.Barrier(2, timeout=60)
+    lower = isolation.lower
+
+    def lower_when_both_are(*args):
+        both_lowering.wait()
+        return lower(*args)
+
+    monkeypatch.setattr(iree_bwdconv.isolation, "lower", lower_when_both_are)
+    model, x = _conv_bn_relu(), torch.randn(2, 3, 8, 8, requires_grad=True)
+    backend = iree_bwdconv.backend(cache=False, fallback="raise", parallel_compiles=2)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=backend)
+    compiled(x).square().sum().backward()
+    torch._dynamo.reset()
+    expected_x = x.detach().clone().requires_grad_(True)
+    expected = _conv_bn_relu()
+    expected(expected_x).square().sum().backward()
+    assert backend.stats.graphs == 2 and not backend.stats.fallbacks
+    torch.testing.assert_close(x.grad, expected_x.grad, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(model[0].weight.grad, expected[0].weight.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_a_graph_failing_in_the_background_falls_back_at_its_first_call(caplog):
+    backend = iree_bwdconv.backend(cache=False, parallel_compiles=2)
+    x = torch.randn(4, 8, requires_grad=True)
+    torch._dynamo.reset()
+    with caplog.at_level("WARNING", logger="iree_bwdconv"):
+        torch.compile(_sorted_descending, backend=backend)(x).sum().backward()
+    torch._dynamo.reset()
+    assert len(backend.stats.fallbacks) == 1 and "running that graph eagerly" in caplog.text
+    with pytest.raises(GraphLoweringError, match="lowering worker died"):
+        raising = iree_bwdconv.backend(cache=False, fallback="raise", parallel_compiles=2)
+        torch.compile(_sorted_descending, backend=raising)(x).sum().backward()
+    torch._dynamo.reset()
+
+
+def test_a_lowering_worker_outlives_the_thread_that_started_it(monkeypatch):
+    """Linux ends a process whose parent-death signal is set when the
+    thread that started it ends: a worker started by a compile thread died
+    with it, and the next graph found it dead."""
+    monkeypatch.setattr(isolation, "_idle", [])  # the thread must start a worker
+    graph = str(iree_bwdconv.lowering.import_module(torch.nn.ReLU(), torch.randn(2, 3)))
+    started = threading.Thread(target=isolation.lower, args=(graph, "cpu", False, 600.0))
+    started.start()
+    started.join()
+    (pid,) = isolation.worker_pids()
+    time.sleep(0.5)
+    assert _running(pid), "the worker ended with the thread that started it"
+    os.kill(pid, 9)
+
+
+@pytest.mark.parametrize("argument, value", [("isolate", "yes"), ("compile_timeout_s", 0), ("compile_timeout_s", "1"),
+                                             ("parallel_compiles", 0), ("parallel_compiles", 2.0),
+                                             ("parallel_compiles", True)])
 def test_bad_backend_settings_are_named(argument, value):
     with pytest.raises(InvalidArgumentError) as error:
         iree_bwdconv.backend(**{argument: value})
@@ -326,7 +391,7 @@ import torch
 import iree_bwdconv
 from iree_bwdconv import isolation, pipeline
 isolation.lower(Path(sys.argv[1]).read_text(), "cpu", False, 600)  # starts the lowering worker
-Path(sys.argv[2]).write_text(str(isolation._worker.process.pid))
+Path(sys.argv[2]).write_text(str(isolation.worker_pids()[0]))
 pipeline.iree_compile(Path(sys.argv[3]).read_text(), "gfx942")
 """
 
