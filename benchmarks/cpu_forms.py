@@ -61,8 +61,8 @@ class GradInputIm2col(torch.nn.Module):
 
 
 def iree_ms(module: torch.nn.Module, args, form: str = "auto") -> float:
-    with modules.forced_form(form):
-        loaded = LoadedModule(pipeline.iree_compile(iree_bwdconv.lower(module, *args), "cpu"))
+    loaded = LoadedModule(pipeline.iree_compile(iree_bwdconv.lower(module, *args, target=modules.options_for("cpu", form)),
+                                                "cpu"))
     return best_ms(lambda: loaded(*args))
 
 

@@ -20,7 +20,8 @@ from unittest import mock
 
 import torch
 
-from iree_bwdconv import cpu_weight, gradients, pipeline, targets
+from iree_bwdconv import cpu_weight, gradients, pipeline
+from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.functional import spec_of
 
 from . import cpu, modules
@@ -33,7 +34,8 @@ FORMS = {
     "rows": (False, {}),
     "columns-first": (True, {}),
     "one sum": (True, {(cpu_weight, "MAX_CHUNK"): 1 << 62}),
-    "widened": (True, {(gradients, "im2col_taps"): lambda columns, kernel, first: WIDEN(columns, kernel, False)}),
+    "widened": (True, {(gradients, "im2col_taps"):
+                       lambda columns, kernel, first, *, options: WIDEN(columns, kernel, False, options=options)}),
 }
 
 
@@ -41,7 +43,7 @@ def compiled(folder: Path, shape, form: str) -> Path:
     columns_first, patches = FORMS[form]
     path = folder / f"{form.replace(' ', '-')}.vmfb"
     with contextlib.ExitStack() as stack:
-        stack.enter_context(mock.patch.object(gradients, "im2col_columns_first", lambda spec: columns_first))
+        stack.enter_context(mock.patch.object(gradients, "im2col_columns_first", lambda spec, *, options: columns_first))
         for (owner, name), value in patches.items():
             stack.enter_context(mock.patch.object(owner, name, value))
         path.write_bytes(pipeline.iree_compile(modules.lowered_uncached(shape, GRAD_WEIGHT), "cpu"))
@@ -73,8 +75,8 @@ def main(rounds: int, match: str) -> int:
 def picked(shape) -> bool:
     """Whether the lowering's rule takes columns-first for `shape`."""
     tensors = modules.example_tensors(shape)
-    with targets.lowering_for("cpu"):
-        return gradients.im2col_columns_first(spec_of(*tensors, *modules.arguments(shape, GRAD_WEIGHT)))
+    return gradients.im2col_columns_first(spec_of(*tensors, *modules.arguments(shape, GRAD_WEIGHT)),
+                                          options=LoweringOptions(target="cpu"))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from unittest import mock
 import torch
 
 from iree_bwdconv import functional, lowering, targets
+from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.patterns import convolution_backward_phases as phases
 from iree_bwdconv.spec import ConvBackwardSpec
 
@@ -35,11 +36,11 @@ LAYERS = (
 )
 
 
-def _widened_whole(spec: ConvBackwardSpec, form: str) -> bool:
+def _widened_whole(spec: ConvBackwardSpec, form: str, *, options: LoweringOptions) -> bool:
     """The rule before 2026-11-26: grouped per-phase with one live phase in f32, whatever its taps."""
-    one_live = len(phases._live_phases(spec)[0]) == 1
+    one_live = len(phases._live_phases(spec, options=options)[0]) == 1
     grouped_phase = form == "per-phase" and spec.groups > 1 and one_live
-    return targets.half_precision_on_gpu(spec.dtype) and (form == "sub-pixel" or grouped_phase)
+    return targets.half_precision_on_gpu(options.target, spec.dtype) and (form == "sub-pixel" or grouped_phase)
 
 
 def prepare(folder: Path) -> None:

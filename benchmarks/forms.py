@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from iree_bwdconv import lowering, pipeline
+from iree_bwdconv import options as lowering_options
 
 from . import cpu, modules
 from .shapes import SHAPES, Shape
@@ -118,7 +119,7 @@ def variants(shape: Shape, gradient: str, target: str) -> dict[str, tuple[str, t
            "upstream": (modules.raw_torch(shape, mask), modules.UPSTREAM_FLAGS)}
     tensors = modules.example_tensors(shape)
     for name, module in named_forms(shape, gradient).items():
-        out[name] = (lowering.lower(module, *tensors, target=target), ())
+        out[name] = (lowering.lower(module, *tensors, target=lowering_options.from_environment(target)), ())
     return out
 
 

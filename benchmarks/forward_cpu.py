@@ -23,7 +23,8 @@ import torch.nn.functional as F
 
 import iree_bwdconv
 import iree_bwdconv.patterns as patterns
-from iree_bwdconv import group_split, targets
+from iree_bwdconv import group_split
+from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.patterns import convolution_forward
 from iree_bwdconv.runtime import LoadedModule
 
@@ -121,7 +122,7 @@ def median_ms(variants: dict[str, Callable[[], object]]) -> dict[str, float]:
 def ours_form(layer: Layer) -> str:
     """What the pattern does with this layer when its rules are not overridden."""
     c = layer.c // layer.groups
-    if layer.groups > 1 and not group_split.applies(layer.groups, layer.c):
+    if layer.groups > 1 and not group_split.applies(layer.groups, layer.c, options=LoweringOptions(target="cpu")):
         return DECLINED_DEPTHWISE
     im2col = convolution_forward.im2col_applies(c, [layer.kernel] * 2, [layer.stride] * 2)
     if layer.groups == 1 and not im2col:
@@ -140,8 +141,7 @@ def main() -> None:
         "ours ms | ours / torch-mlir |",
         "|---|---|---|---|---|---|---|",
     ]
-    with targets.lowering_for("cpu"):
-        choices = [ours_form(layer) for layer in LAYERS]
+    choices = [ours_form(layer) for layer in LAYERS]
     for layer, choice in zip(LAYERS, choices):
         torch.manual_seed(0)
         x = torch.randn(layer.n, layer.c, layer.size, layer.size)

@@ -18,6 +18,7 @@ from unittest import mock
 import torch
 
 from iree_bwdconv import lowering, targets
+from iree_bwdconv import options as lowering_options
 
 from . import modules
 
@@ -46,9 +47,10 @@ def prepare(folder: Path) -> None:
     for index, (name, n, c, k, hw, stride) in enumerate(LAYERS):
         x, w = torch.zeros(n, c, hw, hw), torch.zeros(k, c, 1, 1)
         inputs = [f"{n}x{c}x{hw}x{hw}xf32", f"{k}x{c}x1x1xf32"]
-        ours = lowering.lower(Conv(stride), x, w, target="cuda")
+        cuda = lowering_options.from_environment("cuda")
+        ours = lowering.lower(Conv(stride), x, w, target=cuda)
         with mock.patch.object(targets, "one_tap_strided_f32_on_gpu", lambda *args: False):
-            named = lowering.lower(Conv(stride), x, w, target="cuda")
+            named = lowering.lower(Conv(stride), x, w, target=cuda)
         for variant, text in (("ours", ours), ("named-conv", named)):
             manifest.append(modules.compiled_entry(folder, text, "cuda", shape=name, mask="forward", variant=variant,
                                                    vmfb=f"f{index}-{variant}.vmfb", inputs=inputs))

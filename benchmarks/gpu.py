@@ -20,6 +20,7 @@ from typing import Optional, Sequence
 import torch
 
 from iree_bwdconv import lowering, pipeline
+from iree_bwdconv import options as lowering_options
 
 from . import modules
 from .forms import RESNET50_H100
@@ -53,7 +54,8 @@ def iree_matmul_entry(folder: Path, shape: Shape, vmfb: str) -> dict:
     compiled into folder/vmfb: the ceiling of the 1x1 forms. Its manifest entry."""
     m = shape.n * shape.out_hw[0] * shape.out_hw[1]
     a, b = torch.zeros(m, shape.k, dtype=shape.torch_dtype), torch.zeros(shape.k, shape.c, dtype=shape.torch_dtype)
-    (folder / vmfb).write_bytes(pipeline.iree_compile(lowering.lower(MatMul(), a, b, target="cuda"), "cuda"))
+    cuda = lowering_options.from_environment("cuda")
+    (folder / vmfb).write_bytes(pipeline.iree_compile(lowering.lower(MatMul(), a, b, target=cuda), "cuda"))
     return dict(shape=shape.name, mask="grad_input", variant="iree-matmul", vmfb=vmfb,
                 inputs=[f"{m}x{shape.k}x{shape.dtype}", f"{shape.k}x{shape.c}x{shape.dtype}"])
 

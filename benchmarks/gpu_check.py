@@ -19,6 +19,7 @@ from typing import NamedTuple, Sequence
 import torch
 
 from iree_bwdconv import functional, geometry, lowering
+from iree_bwdconv import options as lowering_options
 
 from . import modules
 
@@ -249,7 +250,7 @@ def _mlir(case: Case) -> str:
     dtype = _DTYPES[case.dtype]
     tensors = {name: torch.zeros(size, dtype=dtype) for name, size in shapes(case).items()}
     if case.kind == "forward":
-        return lowering.lower(_Forward(case), tensors["x"], tensors["w"], target="cuda")
+        return lowering.lower(_Forward(case), tensors["x"], tensors["w"], target=lowering_options.from_environment("cuda"))
     spec = functional.spec_of(tensors["dy"], tensors["x"], tensors["w"], *arguments(case),
                               dynamic_batch=case.dynamic_batch)
     if case.kind == "upstream":

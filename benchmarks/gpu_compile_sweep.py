@@ -20,7 +20,8 @@ from typing import Optional, Sequence
 
 import torch
 
-from iree_bwdconv import functional, geometry, pipeline, targets
+from iree_bwdconv import functional, geometry, pipeline
+from iree_bwdconv import options as lowering_options
 from iree_bwdconv.errors import InvalidArgumentError, PipelineError
 from iree_bwdconv.spec import ConvBackwardSpec
 
@@ -84,11 +85,14 @@ def spec_of(layer: dict, mask: Sequence[bool]) -> ConvBackwardSpec:
     return functional.spec_of(*tensors, *arguments(layer, mask))
 
 
-def _first_errors(layer: dict, target: str) -> Optional[str]:
-    """The first error lines of the layer's compile for `target`, or None."""
+def _first_errors(layer: dict, target: str, plain: bool = False) -> Optional[str]:
+    """The first error lines of the layer's compile for `target` (in the
+    plain forms where `plain`), or None."""
+    options = lowering_options.from_environment(target)
+    options = options.in_plain_forms() if plain else options
     functional.clear_cache()
     try:
-        pipeline.iree_compile(functional.lowered(spec_of(layer, [True, True, True]), (layer["k"],), target=target),
+        pipeline.iree_compile(functional.lowered(spec_of(layer, [True, True, True]), (layer["k"],), target=options),
                               target)
     except PipelineError as err:
         return " | ".join(line for line in err.diagnostics.splitlines() if "error" in line.lower())[:300]
@@ -101,8 +105,7 @@ def compile_for(layer: dict, target: str) -> str:
     errors = _first_errors(layer, target)
     if errors is None:
         return "ok"
-    with targets.lowering_plain_forms():
-        plain = _first_errors(layer, target)
+    plain = _first_errors(layer, target, plain=True)
     return f"FAIL {errors} || plain forms: {'ok' if plain is None else 'FAIL ' + plain}"
 
 

@@ -19,7 +19,7 @@ Three families, of which a run alternates those it names ("kernel" and
   docs/performance.md "A batchless convolution on the CPU").
 Each asks for a random subset of the three gradients, grad_input always.
 With the word `plain` among the families, every layer is lowered in the
-plain forms (`targets.plain_forms`), which a compile that fails in the
+plain forms (`LoweringOptions.plain_forms`), which a compile that fails in the
 usual ones falls back to.
 
     ./dev python -m benchmarks.gpu_random_check prepare .bench-random SEED COUNT [FAMILY ...] [plain]
@@ -28,7 +28,6 @@ usual ones falls back to.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import random
@@ -37,7 +36,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Optional, Sequence
 
-from iree_bwdconv import functional, geometry, pipeline, targets
+from iree_bwdconv import functional, geometry, pipeline
+from iree_bwdconv import options as lowering_options
 from iree_bwdconv.errors import InvalidArgumentError, PipelineError
 
 from .gpu_compile_sweep import arguments, draw as draw_layer, layer as drawn_layer, spec_of, tensor_shapes
@@ -134,8 +134,8 @@ def _compile(folder: Path, described: dict, plain: bool) -> Optional[str]:
     except InvalidArgumentError as err:
         print(described["name"], "refused:", err, flush=True)
         return None
-    with targets.lowering_plain_forms() if plain else contextlib.nullcontext():
-        mlir = functional.lowered(spec, (described["shapes"]["dy"][1],), target="cuda")
+    options = lowering_options.from_environment("cuda")
+    mlir = functional.lowered(spec, (described["shapes"]["dy"][1],), target=options.in_plain_forms() if plain else options)
     try:
         (folder / f"{described['name']}.vmfb").write_bytes(pipeline.iree_compile(mlir, "cuda"))
     except PipelineError as err:

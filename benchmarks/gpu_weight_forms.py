@@ -35,6 +35,7 @@ from iree_bwdconv import contraction_forms as forms
 from iree_bwdconv import functional, gradients, group_split, lowering, weight_rows
 from iree_bwdconv import linalg_builders as lb
 from iree_bwdconv.linalg_builders import PARALLEL, REDUCTION
+from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.spec import ConvBackwardSpec
 
 from . import gpu_check, modules, weight_phases
@@ -132,13 +133,13 @@ LAYERS_GROUPED_ONE_WIDE = (
 )
 
 
-def _grouped_any_kernel(spec: ConvBackwardSpec) -> bool:
+def _grouped_any_kernel(spec: ConvBackwardSpec, *, options: LoweringOptions) -> bool:
     """`grouped_contraction_applies` without its condition on the kernel."""
-    return (spec.groups > 1 and not spec.transposed and gradients.image_split(spec) > 1)
+    return (spec.groups > 1 and not spec.transposed and gradients.image_split(spec, options=options) > 1)
 
 
 def flat_contraction(spec: ConvBackwardSpec, plain: ir.Value, windowed: ir.Value, rows: int, columns: int,
-                     images_per_partial: Optional[int] = None) -> ir.Value:
+                     images_per_partial: Optional[int] = None, *, options: LoweringOptions) -> ir.Value:
     """A 1x1 stride-1 weight gradient with each image's positions as one
     reduction dim: dw[g, row, col] = sum_{n, p} windowed[n, g, col, p] *
     plain[n, g, row, p], in partial sums of whole images (`image_split`, or
@@ -147,7 +148,7 @@ def flat_contraction(spec: ConvBackwardSpec, plain: ir.Value, windowed: ir.Value
     r = spec.spatial_rank
     plain, windowed = (forms.collapse_range(v, 3, 3 + r) for v in (plain, windowed))
     batch = ir.RankedTensorType(windowed.type).shape[0]
-    split = batch // images_per_partial if images_per_partial else gradients.image_split(spec)
+    split = batch // images_per_partial if images_per_partial else gradients.image_split(spec, options=options)
     windowed = lb.expand_dim(windowed, 0, (split, batch // split))
     plain = lb.expand_dim(plain, 0, (split, batch // split))
     s, g, row, col, n, p = lb.dims(6)
@@ -161,28 +162,28 @@ def flat_contraction(spec: ConvBackwardSpec, plain: ir.Value, windowed: ir.Value
     return lb.convert(acc, lb.element_type(spec.dtype))
 
 
-def _by_stride_phase(spec, grad_output, input_):
-    return weight_phases.grad_weight(spec, grad_output, input_, gradients.grad_weight_contraction)
+def _by_stride_phase(spec, grad_output, input_, *, options):
+    return weight_phases.grad_weight(spec, grad_output, input_, gradients.grad_weight_contraction, options=options)
 
 
 def _flat(images_per_partial: Optional[int]):
     contraction = functools.partial(flat_contraction, images_per_partial=images_per_partial)
 
-    def build(spec, grad_output, input_):
+    def build(spec, grad_output, input_, *, options):
         """The input's class at the stride gathered (`weight_phases`), then
         the flat contraction; at stride 1 straight from the input."""
         if all(s == 1 for s in spec.stride):
             x, dy = (lb.expand_dim(v, 1, (1, v_c)) for v, v_c in
                      ((input_, spec.in_channels), (grad_output, spec.out_channels)))
-            return contraction(spec, dy, x, spec.out_channels, spec.in_channels)
-        return weight_phases.grad_weight(spec, grad_output, input_, contraction)
+            return contraction(spec, dy, x, spec.out_channels, spec.in_channels, options=options)
+        return weight_phases.grad_weight(spec, grad_output, input_, contraction, options=options)
 
     return build
 
 
-def _rows_per_image(spec, grad_output, input_):
+def _rows_per_image(spec, grad_output, input_, *, options):
     """`weight_rows` on any layer, whether or not the lowering takes it."""
-    acc = weight_rows.grad_weight(spec, grad_output, input_, gradients.image_split(spec))
+    acc = weight_rows.grad_weight(spec, grad_output, input_, gradients.image_split(spec, options=options))
     return lb.convert(acc, lb.element_type(spec.dtype))
 
 
@@ -194,7 +195,7 @@ FORMS = {
     "contraction": (False, None, {(gradients, "HALF_STRIDED_MIN_IMAGES"): 1}),
     "contraction-2img": (False, None, {(gradients, "HALF_STRIDED_MIN_IMAGES"): 2}),
     # grouped: the contraction in its own dtype, never read as f32 (`grouped_contraction_widened`)
-    "contraction-unwidened": (False, None, {(gradients, "grouped_contraction_widened"): lambda spec: False}),
+    "contraction-unwidened": (False, None, {(gradients, "grouped_contraction_widened"): lambda spec, *, options: False}),
     "im2col": (True, None, {}),
     "stride-phase": (False, _by_stride_phase, {}),
     "flat": (False, _flat(None), {}),
@@ -204,17 +205,17 @@ FORMS = {
     "rows-per-image-unpadded": (False, _rows_per_image, {(weight_rows, "POSITION_MULTIPLE"): 1}),
     "rows-per-image-p128": (False, _rows_per_image, {(weight_rows, "POSITION_MULTIPLE"): 128}),
     # im2col over a padded copy of its source (the GPU's gather until 2026-11-25)
-    "im2col-padded-source": (True, None, {(gradients, "gather_reads_unpadded"): lambda spec: False}),
+    "im2col-padded-source": (True, None, {(gradients, "gather_reads_unpadded"): lambda spec, *, options: False}),
     # grouped kernels with a dim of 1 by the contraction, f16/bf16 read as f32
     "contraction-grouped-widened": (None, None, {
         (gradients, "grouped_contraction_applies"): _grouped_any_kernel,
         (gradients, "grouped_contraction_widened"):
-            lambda spec: _grouped_any_kernel(spec) and spec.dtype != "f32"}),
+            lambda spec, *, options: _grouped_any_kernel(spec, options=options) and spec.dtype != "f32"}),
     # grouped kernels with a dim of 1 by the contraction at any channels a group, read
     # as f32 where `grouped_contraction_widened` says
     "contraction-grouped": (None, None, {(gradients, "grouped_contraction_applies"): _grouped_any_kernel}),
     # grouped: one ungrouped weight gradient per group, each in the form the lowering picks for it
-    "group-split": (None, None, {(group_split, "applies"): lambda groups, channels: groups > 1}),
+    "group-split": (None, None, {(group_split, "applies"): lambda groups, channels, *, options: groups > 1}),
 }
 
 
@@ -224,8 +225,8 @@ def _weight_form(form: str) -> Iterator[None]:
         if FORMS[form] is not None:
             by_im2col, builder, attributes = FORMS[form]
             if by_im2col is not None:
-                stack.enter_context(mock.patch.object(gradients, "grad_weight_by_im2col", lambda spec: by_im2col))
-            stack.enter_context(mock.patch.object(weight_rows, "applies", lambda spec: False))
+                stack.enter_context(mock.patch.object(gradients, "grad_weight_by_im2col", lambda spec, *, options: by_im2col))
+            stack.enter_context(mock.patch.object(weight_rows, "applies", lambda spec, *, options: False))
             stack.enter_context(mock.patch.object(gradients, "grad_weight", builder or gradients.grad_weight))
             for (module, name), value in attributes.items():
                 stack.enter_context(mock.patch.object(module, name, value))

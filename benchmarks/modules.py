@@ -13,8 +13,10 @@ from unittest import mock
 import torch
 
 from iree_bwdconv import lowering, pipeline, tap_tables
+from iree_bwdconv import options as lowering_options
 from iree_bwdconv.errors import PipelineError
 from iree_bwdconv.functional import ConvolutionBackward, spec_of
+from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.patterns import convolution_backward_phases as phases
 
 from .shapes import Shape
@@ -64,8 +66,13 @@ def ours(shape: Shape, mask: tuple[bool, bool, bool], target: str = "cpu", form:
 
 def lowered_uncached(shape: Shape, mask: tuple[bool, bool, bool], target: str = "cpu", form: str = "auto") -> str:
     """`ours`, lowered anew (for a lowering changed by a context manager)."""
-    with forced_form(form):
-        return lowering.lower_torch(lowering.parse_torch_mlir(raw_torch(shape, mask)), target=target)
+    return lowering.lower_torch(lowering.parse_torch_mlir(raw_torch(shape, mask)), options=options_for(target, form))
+
+
+def options_for(target: str, form: str = "auto") -> LoweringOptions:
+    """The options an edge makes of the environment for `target`, with
+    `form` forced ("auto": the rule's), as inside `forced_form(form)`."""
+    return lowering_options.from_environment(target, {**os.environ, phases.FORM_VARIABLE: form})
 
 
 @contextlib.contextmanager

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from iree_bwdconv import cpu_conv_store, iree_faults, lowering, pipeline
+from iree_bwdconv import options as lowering_options
 from iree_bwdconv.graph_compiler import import_graph, split_outputs
 from iree_bwdconv.models import MODELS, SyntheticImages
 from iree_bwdconv.runtime import LoadedModule
@@ -56,7 +57,7 @@ def training_graphs(model: nn.Module, images: torch.Tensor,
 def lowered(gm: torch.fx.GraphModule, args: list, target: str) -> tuple[str, list]:
     """The graph's linalg for `target`, and the arguments of its module."""
     graph, kept, _ = split_outputs(gm)
-    return lowering.lower_torch(import_graph(graph), "linalg", target), [args[i] for i in kept]
+    return lowering.lower_torch(import_graph(graph), "linalg", lowering_options.from_environment(target)), [args[i] for i in kept]
 
 
 def dispatches(text: str, target: str, flags: Sequence[str]) -> int:

@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 
 from iree_bwdconv import lowering
+from iree_bwdconv import options as lowering_options
 
 from . import modules
 from .forms import RESNET50_H100
@@ -90,7 +91,7 @@ def prepare_forward(folder: Path) -> None:
     manifest = []
     for index, shape in enumerate(FORWARD_SHAPES):
         _, x, w = modules.example_tensors(shape)
-        text = lowering.lower(_Forward(shape), x, w, target="cuda")
+        text = lowering.lower(_Forward(shape), x, w, target=lowering_options.from_environment("cuda"))
         for suffix, flags in (("", ()), ("+fuse-pad", FLAG_SETS["+fuse-pad"])):
             manifest.append(modules.compiled_entry(folder, text, "cuda", flags, shape=shape.name, mask="forward",
                                                    variant=f"forward{suffix}", vmfb=f"w{index}-forward{suffix}.vmfb",

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterator
 
 from iree_bwdconv import gradients, lowering
+from iree_bwdconv import options as lowering_options
 
 from . import modules
 from .gpu import print_variant_table
@@ -34,7 +35,7 @@ def _forced(im2col: bool | None, target_partials: int) -> Iterator[None]:
     """The lowering with the weight gradient's form and split forced."""
     saved = gradients.grad_weight_by_im2col, gradients.SPLIT_TARGET_PARTIALS
     if im2col is not None:
-        gradients.grad_weight_by_im2col = lambda spec: im2col
+        gradients.grad_weight_by_im2col = lambda spec, *, options: im2col
     gradients.SPLIT_TARGET_PARTIALS = target_partials
     try:
         yield
@@ -46,7 +47,8 @@ def variants(shape: Shape) -> dict[str, tuple[str, tuple[str, ...]]]:
     """name -> (MLIR text, extra iree-compile flags)."""
     raw = modules.raw_torch(shape, GRAD_WEIGHT_ONLY)
     out = {"upstream": (raw, modules.UPSTREAM_FLAGS)}
-    lower = lambda: lowering.lower_torch(lowering.parse_torch_mlir(raw), target="cuda")  # noqa: E731
+    options = lowering_options.from_environment("cuda")
+    lower = lambda: lowering.lower_torch(lowering.parse_torch_mlir(raw), options=options)  # noqa: E731
     with _forced(False, 0):
         out["contraction"] = (lower(), ())
     with _forced(False, TARGETS["split-2^22"]):

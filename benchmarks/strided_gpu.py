@@ -46,6 +46,7 @@ from typing import Iterator, Sequence
 from unittest import mock
 
 from iree_bwdconv import lowering
+from iree_bwdconv import options as lowering_options
 from iree_bwdconv.patterns import convolution_backward as direct_pattern
 from iree_bwdconv.patterns import convolution_backward_phases as phases
 
@@ -231,7 +232,7 @@ def f32_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
     extra = ("direct",) if shape.kernel > 1 else ("col2im",) if one_phase_gemm else ()
     forms = (*_forms(shape), *extra) if shape.stride > 1 else ()
     if shape.stride > 1 and one_phase_gemm:
-        with mock.patch.object(phases, "_one_matmul_applies", lambda spec: True):
+        with mock.patch.object(phases, "_one_matmul_applies", lambda spec, *, options: True):
             yield "one-matmul", modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda", "per-phase"), ()
     for form in forms:
         yield form, modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", form), ()
@@ -241,8 +242,8 @@ def f32_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
         stride_1_forms = {"im2col-matmul": (True, False), "direct-transposed": (False, False),
                           "direct-weight-as-is": (False, True)}
         for name, (by_im2col, as_is) in stride_1_forms.items():
-            with mock.patch.object(direct_pattern, "_im2col_matmul_applies", lambda spec: by_im2col), \
-                    mock.patch.object(direct_pattern, "_weight_as_is_applies", lambda spec: as_is):
+            with mock.patch.object(direct_pattern, "_im2col_matmul_applies", lambda spec, *, options: by_im2col), \
+                    mock.patch.object(direct_pattern, "_weight_as_is_applies", lambda spec, *, options: as_is):
                 yield name, modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda"), ()
 
 
@@ -272,16 +273,17 @@ def grouped_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]
     yield "auto", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda"), ()
     yield "per-phase", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", "per-phase"), ()
     for name, as_is in (("direct-transposed", False), ("direct-weight-as-is", True)):
-        with mock.patch.object(direct_pattern, "_weight_as_is_applies", lambda spec: as_is):
+        with mock.patch.object(direct_pattern, "_weight_as_is_applies", lambda spec, *, options: as_is):
             yield name, modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda", "direct"), ()
     yield "col2im", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", "col2im"), ()
     yield "sub-pixel", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", "sub-pixel"), ()
     if shape.dtype != "f32":  # the sub-pixel form in the layer's own dtype, not widened
-        with mock.patch.object(phases, "computes_in_f32", lambda spec, form: False):
+        with mock.patch.object(phases, "computes_in_f32", lambda spec, form, *, options: False):
             yield "sub-pixel-native", modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda", "sub-pixel"), ()
     if shape.groups < shape.c:  # torch-mlir's lowering of a depthwise conv_transpose2d fails to verify
         named = GradInputAsTransposedConv(shape)
-        yield "named-conv", lowering.lower(named, *modules.example_tensors(shape), target="cuda"), ()
+        yield "named-conv", lowering.lower(named, *modules.example_tensors(shape),
+                                           target=lowering_options.from_environment("cuda")), ()
 
 
 # ResNet-50's stride-1 layers and the stride-1 controls, in f32.

@@ -32,6 +32,8 @@ from torch_mlir import ir
 from iree_bwdconv import contraction_forms as forms
 from iree_bwdconv import functional, geometry, lowering, transposed
 from iree_bwdconv import linalg_builders as lb
+from iree_bwdconv import options as lowering_options
+from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.spec import ConvBackwardSpec
 
 from . import gpu_check, modules
@@ -55,7 +57,8 @@ LAYERS = (
 )
 
 
-def reduction_first(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
+def reduction_first(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value, *,
+                    options: LoweringOptions) -> ir.Value:
     """`transposed.grad_input_transposed` with its filter transposed to
     [(g,) f, c, k] and read reduction first."""
     groups, r = spec.groups, spec.spatial_rank
@@ -77,7 +80,8 @@ def reduction_first(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Va
     return lb.convert(acc, lb.element_type(spec.dtype))
 
 
-def im2col_matmul(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
+def im2col_matmul(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value, *,
+                  options: LoweringOptions) -> ir.Value:
     """An im2col gather of grad_output and the named matmul (ungrouped)."""
     window = (spec.output_spatial, spec.input_spatial, spec.kernel, spec.stride, spec.padding, spec.dilation)
     low, high = geometry.window_padding_nd(*window)
@@ -149,7 +153,7 @@ def prepare(folder: Path, match: str = "") -> None:
             upstream = lowering.import_module(functional.ConvolutionBackward(spec, None), *tensors.values())
             texts["upstream"] = (str(upstream), modules.UPSTREAM_FLAGS)  # IREE 3.13 refuses it: recorded
             named = NamedConv(stride, padding, groups)
-            texts["named-conv"] = (lowering.lower(named, *tensors.values(), target="cuda"), ())
+            texts["named-conv"] = (lowering.lower(named, *tensors.values(), target=lowering_options.from_environment("cuda")), ())
             for variant, (text, flags) in texts.items():
                 manifest.append(modules.compiled_entry(folder, text, "cuda", flags, shape=layer.name,
                                                        mask="grad_input", variant=variant,

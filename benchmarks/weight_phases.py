@@ -29,6 +29,7 @@ from torch_mlir.dialects import arith, tensor
 
 from iree_bwdconv import contraction_forms as forms
 from iree_bwdconv import linalg_builders as lb
+from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.spec import ConvBackwardSpec
 from iree_bwdconv.tap_tables import gather_blocks, unflatten
 
@@ -85,11 +86,12 @@ def _residue_classes(spec: ConvBackwardSpec, input_: ir.Value,
     return gather_blocks(shapes, elem, reads_of, read)
 
 
-# (spec, plain, windowed, rows, columns) -> dw: `gradients.grad_weight_contraction`.
+# (spec, plain, windowed, rows, columns, *, options) -> dw: `gradients.grad_weight_contraction`.
 Contraction = Callable[..., ir.Value]
 
 
-def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value, contraction: Contraction) -> ir.Value:
+def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value, contraction: Contraction, *,
+                options: LoweringOptions) -> ir.Value:
     """dw[f, c, k] over every phase: each phase's taps `k = rho + j*s` per dim
     from the stride-1 `contraction` of dy with the input's class `rho`."""
     combos = list(itertools.product(*(weight_phases(k, s) for k, s in zip(spec.kernel, spec.stride))))
@@ -103,7 +105,7 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value,
         taps = [ph.taps for ph in phases]
         # The phase as a layer of its own: its taps, stride 1.
         phase = dataclasses.replace(spec, weight_shape=(spec.out_channels, c, *taps), stride=unit)
-        part = contraction(phase, dy, lb.expand_dim(source, 1, (1, c)), spec.out_channels, c)
+        part = contraction(phase, dy, lb.expand_dim(source, 1, (1, c)), spec.out_channels, c, options=options)
         parts[tuple(ph.residue for ph in phases)] = lb.pad(part, [0] * (2 + len(taps)),
                                                            [0, 0] + [t - own for t, own in zip(longest, taps)])
     if len(parts) == 1:  # one phase per dim: its taps are the kernel's

@@ -16,7 +16,8 @@ import re
 from typing import Iterator, NamedTuple
 from unittest import mock
 
-from iree_bwdconv import functional, geometry, pipeline, targets, weight_rows
+from iree_bwdconv import functional, geometry, pipeline, weight_rows
+from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.spec import ConvBackwardSpec
 
 from . import gpu_compile_sweep
@@ -68,15 +69,14 @@ def channel_tile(spec: ConvBackwardSpec) -> int:
 
 def rows_tile(spec: ConvBackwardSpec) -> int:
     """`channel_tile` of the rows' contraction, taken whatever the rule says."""
-    with mock.patch.object(weight_rows, "applies", lambda _spec: True):
+    with mock.patch.object(weight_rows, "applies", lambda _spec, *, options: True):
         return channel_tile(spec)
 
 
 def table_rows() -> Iterator[str]:
     for layer in LAYERS:
         spec = spec_of(layer)
-        with targets.lowering_for("cuda"):
-            taken = weight_rows.applies(spec)
+        taken = weight_rows.applies(spec, options=LoweringOptions(target="cuda"))
         tile, channels = rows_tile(spec), layer.f + weight_rows.padded_channels(spec)
         in_place = weight_rows.padded_positions(spec) == 0
         yield (f"| n{layer.n} c{layer.c} k{layer.f} {layer.size[0]}x{layer.size[1]} s{layer.stride} "

@@ -71,7 +71,8 @@ def _variant(name: str) -> Iterator[None]:
     """`widened`: the rule as it stood (every such window in f32); `half`: none widened."""
     with contextlib.ExitStack() as stack:
         every = targets.half_precision_on_gpu
-        rule = (lambda dtype, channels: False) if name == "half" else (lambda dtype, channels: every(dtype))
+        rule = ((lambda target, dtype, channels: False) if name == "half"
+                else (lambda target, dtype, channels: every(target, dtype)))
         stack.enter_context(mock.patch.object(targets, "widens_windowless", rule))
         functional.clear_cache()
         try:

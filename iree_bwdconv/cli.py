@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 import warnings
 from pathlib import Path
@@ -16,8 +15,10 @@ openmp.limit_spinning()
 
 from torch_mlir import ir  # noqa: E402
 
-from . import lowering, pipeline, targets  # noqa: E402
+from . import lowering, pipeline  # noqa: E402
+from . import options as lowering_options  # noqa: E402
 from .errors import BwdConvError, InvalidArgumentError  # noqa: E402
+from .options import TARGETS, LoweringOptions  # noqa: E402
 
 SPLIT_MARKER = "// -----"
 _PLAIN_FORMS_HELP = ("lower in the plain forms on GPU targets (the direct grad_input, weight gradients in one sum), "
@@ -63,9 +64,10 @@ def _chunks(text: str, split: bool) -> list[str]:
     return chunks
 
 
-def _forms(args: argparse.Namespace) -> contextlib.AbstractContextManager:
-    """The plain forms where --plain-forms asks for them (`targets.plain_forms`)."""
-    return targets.lowering_plain_forms() if args.plain_forms else contextlib.nullcontext()
+def _options(args: argparse.Namespace) -> LoweringOptions:
+    """The lowering options the command line and the environment ask for."""
+    options = lowering_options.from_environment(args.target)
+    return options.in_plain_forms() if args.plain_forms else options
 
 
 def cmd_opt(args: argparse.Namespace) -> int:
@@ -75,11 +77,11 @@ def cmd_opt(args: argparse.Namespace) -> int:
     if unknown:
         raise InvalidArgumentError("--pattern", unknown[0], f"known patterns: {', '.join(registry)}")
     selected = tuple(registry[name] for name in args.pattern) if args.pattern else None
+    options = _options(args)
     outputs = []
     for chunk in _chunks(_read(args.input), args.split_input_file):
         module = _parse(chunk, args.input)
-        with targets.lowering_for(args.target), _forms(args):
-            mismatches = lowering.patterns.apply_patterns(module, selected)
+        mismatches = lowering.patterns.apply_patterns(module, options, selected)
         for reason in mismatches.reasons:
             print(f"note: {reason}", file=sys.stderr)
         outputs.append(str(module))
@@ -89,9 +91,9 @@ def cmd_opt(args: argparse.Namespace) -> int:
 
 def cmd_lower(args: argparse.Namespace) -> int:
     """Raw torch-dialect IR (as torch_mlir.fx imports it) -> backend IR."""
+    options = _options(args)
     module = _parse(_read(args.input), args.input)
-    with _forms(args):
-        _write(lowering.lower_torch(module, args.backend, args.target), args.output)
+    _write(lowering.lower_torch(module, args.backend, options), args.output)
     return 0
 
 
@@ -178,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("-o", "--output")
     opt.add_argument("--pattern", action="append", metavar="NAME",
                      help="run only this registered pattern (repeatable; default: all)")
-    opt.add_argument("--target", choices=targets.TARGETS, default="cpu",
+    opt.add_argument("--target", choices=TARGETS, default="cpu",
                      help="the IREE target the forms are chosen for (default cpu)")
     opt.add_argument("--split-input-file", action="store_true",
                      help=f"treat '{SPLIT_MARKER}' lines as separators between modules")

@@ -31,10 +31,11 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg, tensor
 
 from . import contraction_forms as forms
-from . import geometry, targets
+from . import geometry
 from . import linalg_builders as lb
 from .gradients import ACCUMULATOR
 from .linalg_builders import PARALLEL, REDUCTION
+from .options import LoweringOptions
 from .spec import ConvBackwardSpec
 
 Phases = tuple[geometry.Phase, ...]
@@ -54,12 +55,13 @@ GPU_MAX_COLUMN_GROWTH = 1.25
 
 
 def phase_sums(
-    spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value, live: Sequence[Phases], rows: Sequence[int]
+    spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value, live: Sequence[Phases], rows: Sequence[int],
+    *, options: LoweringOptions
 ) -> dict[tuple[int, ...], ir.Value]:
     """{position residues: dx_r[n, c, *rows] in f32} for each live phase
     combination, each computed over every row of the position grid."""
     spans = geometry.live_spans(live, rows)
-    images_first = targets.current() != "cpu"
+    images_first = options.target != "cpu"
     products = (taps_first_per_image if images_first else taps_first)(spec, grad_output, weight, spans)
     return {tuple(ph.position_residue for ph in phases): _phase_sum(spec, products, phases, spans, rows, images_first)
             for phases in live}

@@ -6,7 +6,7 @@ for more shared memory than the chip has at 64 positions and compiled at
 75, and a grouped weight gradient failed bufferization when split
 (docs/performance.md, "Compile failures on gfx942, and the plain
 forms"). Where the usual forms fail to compile, the same op is lowered
-again in the plain forms (`targets.plain_forms`: the direct grad_input,
+again in the plain forms (`LoweringOptions.plain_forms`: the direct grad_input,
 weight gradients in one sum) and compiled; a warning says so and where the
 failure's IR and command are. The same holds where the usual forms
 compile to code that `pipeline` refuses as wrong (`WrongCodeError`). If
@@ -19,23 +19,25 @@ from __future__ import annotations
 import warnings
 from typing import Callable, Optional
 
-from . import pipeline, targets
+from . import pipeline
 from .errors import PipelineError, PlainFormsWarning, WrongCodeError
+from .options import LoweringOptions
 
 
-def compile_lowering(lower: Callable[[], str], target: str, timeout_s: Optional[float] = None) -> bytes:
-    """`lower()`'s IR compiled for `target` (each iree-compile given
-    `timeout_s` seconds); on a GPU target whose compile fails, `lower()`
-    again under the plain forms, compiled."""
-    mlir = lower()
+def compile_lowering(lower: Callable[[LoweringOptions], str], options: LoweringOptions,
+                     timeout_s: Optional[float] = None) -> bytes:
+    """`lower(options)`'s IR compiled for their target (each iree-compile
+    given `timeout_s` seconds); on a GPU target whose compile fails,
+    `lower(options.in_plain_forms())`, compiled."""
+    target = options.target
+    mlir = lower(options)
     try:
         return pipeline.iree_compile(mlir, target, timeout_s=timeout_s)
     except PipelineError as error:
         if target == "cpu":
             raise
         first = error
-    with targets.lowering_plain_forms():
-        plain = lower()
+    plain = lower(options.in_plain_forms())
     if plain == mlir:
         raise first
     try:

@@ -21,6 +21,7 @@ from torch_mlir.dialects import arith, linalg, tensor
 from . import geometry, targets
 from . import linalg_builders as lb
 from .linalg_builders import PARALLEL, REDUCTION
+from .options import LoweringOptions
 
 
 def positions_first(kernel: Sequence[int], out_sizes: Sequence[int]) -> bool:
@@ -84,7 +85,7 @@ def grouped_conv(source: ir.Value, filter_: ir.Value, groups: int, out_sizes: Se
 
 def windowless_grouped_conv(source: ir.Value, filter_: ir.Value, groups: int, out_sizes: Sequence[int],
                             strides: Sequence[int], dilations: Sequence[int], dtype: str,
-                            acc: ir.Type) -> ir.Value:
+                            acc: ir.Type, *, options: LoweringOptions) -> ir.Value:
     """`grouped_conv` of a `dtype` convolution whose window slides along no
     dim (`geometry.slides_no_window`) on a GPU target: the rows it reads of
     `source` copied at unit step, then the convolution over them without
@@ -94,7 +95,7 @@ def windowless_grouped_conv(source: ir.Value, filter_: ir.Value, groups: int, ou
     strided grouped contraction ("failed to apply fusion + hoisting
     patterns")."""
     outputs, channels, *kernel = lb.sizes_of(filter_)
-    widened = targets.widens_windowless(dtype, (channels, outputs // groups))
+    widened = targets.widens_windowless(options.target, dtype, (channels, outputs // groups))
     elem = lb.element_type("f32" if widened else dtype)
     steps, rows = geometry.windowless_reads(kernel, strides, dilations, out_sizes)
     unit = [1] * len(kernel)

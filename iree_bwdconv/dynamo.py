@@ -27,6 +27,7 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
 
 from . import lowering, openmp, pipeline
+from . import options as lowering_options
 from .compile_cache import CompileCache
 from .errors import BwdConvError, InvalidArgumentError, PipelineError
 from .graph_compiler import CompiledGraph, CompileStats, SpecializingGraph, has_symbolic_shapes, import_for_iree
@@ -155,8 +156,10 @@ class Backend:
         return self._compile_static(gm, example_inputs)
 
     def _compile_static(self, gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+        options = lowering_options.from_environment(self.target)  # a bad setting is the user's to fix: raised
+
         def compiled() -> CompiledGraph:
-            return CompiledGraph(imported, self.target, self.cache, self.stats, isolated=self.isolate,
+            return CompiledGraph(imported, options, self.cache, self.stats, isolated=self.isolate,
                                  timeout_s=self.compile_timeout_s)
 
         try:

@@ -6,20 +6,20 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
-import iree_bwdconv.patterns.convolution_backward_phases as phases_pattern
-
-from . import compile_fallback, operand_room, pipeline, targets
+from . import compile_fallback, pipeline
+from . import options as lowering_options
 from .errors import InvalidArgumentError
 from .lowering import lower
+from .options import LoweringOptions
 from .runtime import LoadedModule
 from .spec import ConvBackwardSpec, make_spec, strict_bool
 
-GRAD_INPUT_FORM_VARIABLE = phases_pattern.FORM_VARIABLE
+GRAD_INPUT_FORM_VARIABLE = lowering_options.GRAD_INPUT_FORM_VARIABLE
 _DTYPE_NAMES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 _cache: dict[tuple, LoadedModule] = {}
 _cache_lock = threading.Lock()
@@ -100,21 +100,27 @@ def spec_of(
 _TORCH_DTYPES = {name: dtype for dtype, name in _DTYPE_NAMES.items()}
 
 
-def lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]] = None, target: str = "cpu") -> str:
-    """Linalg MLIR of the configuration for `target`, traced on zeros of its
-    shapes (in the plain forms under `targets.lowering_plain_forms`). One
-    thread at a time: torch.export is not thread-safe (four threads'
-    first calls at once failed inside it, and it saves and restores
+def options_for(target: Union[str, LoweringOptions]) -> LoweringOptions:
+    """The options a target's name asks for here, at an edge: that target
+    and the environment's settings (`options.from_environment`)."""
+    return target if isinstance(target, LoweringOptions) else lowering_options.from_environment(target)
+
+
+def lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]] = None,
+            target: Union[str, LoweringOptions] = "cpu") -> str:
+    """Linalg MLIR of the configuration as `target` asks for it (a target's
+    name, or the options), traced on zeros of its shapes. One thread at a
+    time: torch.export is not thread-safe (four threads' first calls at
+    once failed inside it, and it saves and restores
     torch.backends.mkldnn.enabled around each export, so that overlapping
     exports left it off for the whole process)."""
+    options = options_for(target)
     with _export_lock:
-        return _lowered(spec, bias_sizes, phases_pattern.forced_form(), target, targets.plain_forms(),
-                        operand_room.setting())
+        return _lowered(spec, bias_sizes, options)
 
 
 @functools.lru_cache(maxsize=256)
-def _lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]], form: str, target: str,
-             plain: bool, room: str) -> str:
+def _lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]], options: LoweringOptions) -> str:
     dtype = _TORCH_DTYPES[spec.dtype]
     # torch.export specializes a size-1 dim, so a dynamic batch is traced at 2.
     batch = 2 if spec.dynamic_batch else None
@@ -126,7 +132,7 @@ def _lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]], form
     if spec.dynamic_batch:
         dim = torch.export.Dim("batch")
         dynamic_shapes = ({0: dim}, {0: dim}, None)
-    return lower(ConvolutionBackward(spec, bias_sizes), *examples, dynamic_shapes=dynamic_shapes, target=target)
+    return lower(ConvolutionBackward(spec, bias_sizes), *examples, dynamic_shapes=dynamic_shapes, target=options)
 
 
 def clear_cache() -> None:
@@ -137,20 +143,23 @@ def clear_cache() -> None:
         _cache.clear()
 
 
-def compiled_vmfb(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]], target: str) -> bytes:
+def compiled_vmfb(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]],
+                  target: Union[str, LoweringOptions]) -> bytes:
     """The configuration compiled for `target`, in the plain forms where
     the usual ones fail to compile there (`compile_fallback`)."""
-    return compile_fallback.compile_lowering(lambda: lowered(spec, bias_sizes, target), target)
+    return compile_fallback.compile_lowering(lambda forms: lowered(spec, bias_sizes, forms), options_for(target))
 
 
-def compiled_module(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]], target: str) -> LoadedModule:
+def compiled_module(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]],
+                    target: Union[str, LoweringOptions]) -> LoadedModule:
     """The loaded module for `spec` on `target`, compiled on first use."""
-    key = (spec, bias_sizes, target, phases_pattern.forced_form(), operand_room.setting())
+    options = options_for(target)
+    key = (spec, bias_sizes, options)
     with _cache_lock:
         cached = _cache.get(key)
     if cached is not None:
         return cached
-    loaded = LoadedModule(compiled_vmfb(spec, bias_sizes, target), target)
+    loaded = LoadedModule(compiled_vmfb(spec, bias_sizes, options), options.target)
     with _cache_lock:
         return _cache.setdefault(key, loaded)
 
@@ -185,6 +194,6 @@ def convolution_backward(
     if not any(spec.output_mask):
         return None, None, None
     sizes = None if bias_sizes is None else tuple(int(b) for b in bias_sizes)
-    loaded = compiled_module(spec, sizes, target)
+    loaded = compiled_module(spec, sizes, lowering_options.from_environment(target))
     outputs = iter(loaded(grad_output, input, weight))
     return tuple(next(outputs) if wanted else None for wanted in spec.output_mask)  # type: ignore[return-value]

@@ -20,6 +20,7 @@ from . import contraction_forms as forms
 from . import cpu_weight, geometry, targets, weight_rows
 from . import linalg_builders as lb
 from .linalg_builders import PARALLEL, REDUCTION
+from .options import LoweringOptions
 from .spec import ConvBackwardSpec
 
 ACCUMULATOR = "f32"
@@ -29,13 +30,13 @@ def _batch(value: ir.Value) -> lb.Size:
     return lb.sizes_of(value)[0]
 
 
-def grad_bias(spec: ConvBackwardSpec, grad_output: ir.Value) -> ir.Value:
+def grad_bias(spec: ConvBackwardSpec, grad_output: ir.Value, *, options: LoweringOptions) -> ir.Value:
     """db[f] = sum over n and every spatial position of dy[n, f, ...]; on GPU
     targets in two steps (`bias_split`): rows[n, f, s] = sum_j dy[n, f, (s, j)]
     over runs j of the flattened positions, then db[f] = sum_{n,s} rows[n, f, s]."""
     r = spec.spatial_rank
     acc = lb.element_type(ACCUMULATOR)
-    if bias_batch_first(spec):  # cols[f, o] = sum_n dy[n, f, o], then db[f] = sum_o cols[f, o]
+    if bias_batch_first(spec, options=options):  # cols[f, o] = sum_n dy[n, f, o], then db[f] = sum_o cols[f, o]
         f, *o, n = lb.dims(2 + r)
         cols = lb.reduction(grad_output, lb.zeros([spec.out_channels, *spec.output_spatial], acc),
                             [lb.affine_map(2 + r, [n, f, *o]), lb.affine_map(2 + r, [f, *o])],
@@ -44,7 +45,7 @@ def grad_bias(spec: ConvBackwardSpec, grad_output: ir.Value) -> ir.Value:
         total = lb.reduction(cols, lb.zeros([spec.out_channels], acc),
                              [lb.affine_map(1 + r, [f, *o]), lb.affine_map(1 + r, [f])], [PARALLEL] + [REDUCTION] * r)
         return lb.convert(total, lb.element_type(spec.dtype))
-    split = bias_split(spec)
+    split = bias_split(spec, options=options)
     if split is None:
         f, n, *o = lb.dims(2 + r)
         maps = [lb.affine_map(2 + r, [n, f, *o]), lb.affine_map(2 + r, [f])]
@@ -69,19 +70,19 @@ def grad_bias(spec: ConvBackwardSpec, grad_output: ir.Value) -> ir.Value:
 BIAS_TARGET_ROWS = 1 << 16
 
 
-def bias_batch_first(spec: ConvBackwardSpec) -> bool:
+def bias_batch_first(spec: ConvBackwardSpec, *, options: LoweringOptions) -> bool:
     """f16 on gfx942 with a dynamic batch: grad_bias sums over the images
     first. IREE 3.13's AMDGPU backend failed on an f16 sum over each image's
     positions with the batch dynamic where their count is odd, has a factor
     5 or 7 and none 3 (5x5, 7x7, 25x25 dy: "LLVM ERROR: Cannot select: f32 =
     Constant<-1>"); bf16, f32, a static batch and the sum over images compiled."""
-    return targets.current() == "gfx942" and spec.dynamic_batch and spec.dtype == "f16"
+    return options.target == "gfx942" and spec.dynamic_batch and spec.dtype == "f16"
 
 
-def bias_split(spec: ConvBackwardSpec) -> Optional[int]:
+def bias_split(spec: ConvBackwardSpec, *, options: LoweringOptions) -> Optional[int]:
     """Runs per image and channel for grad_bias's first step; None on the
     CPU, where one reduction is kept."""
-    if targets.current() == "cpu":
+    if options.target == "cpu":
         return None
     rows = (spec.batch or 1) * spec.out_channels
     return geometry.reduction_split(math.prod(spec.output_spatial), rows, BIAS_TARGET_ROWS, SPLIT_MIN_CHUNK)
@@ -116,7 +117,7 @@ GPU_IM2COL_MIN_WEIGHT_STRIDE_1 = 1 << 19
 GPU_HALF_CONTRACTION_MIN_POSITIONS = 1024
 
 
-def grad_weight_by_im2col(spec: ConvBackwardSpec) -> bool:
+def grad_weight_by_im2col(spec: ConvBackwardSpec, *, options: LoweringOptions) -> bool:
     """The form of grad_weight for the current target: im2col + matmul on the
     CPU, for grouped convolutions outside `grouped_contraction_applies`, in
     f32 on GPU targets, and in f16/bf16 for kernels with a dim of 1
@@ -128,20 +129,20 @@ def grad_weight_by_im2col(spec: ConvBackwardSpec) -> bool:
     kernel is unstrided, or strided over fewer than
     GPU_HALF_CONTRACTION_MIN_POSITIONS positions per image: those take the
     split im2col matmul."""
-    if targets.current() == "cpu":
+    if options.target == "cpu":
         return True
     if spec.groups > 1:
-        return not grouped_contraction_applies(spec)
-    if not targets.half_precision_on_gpu(spec.dtype):
+        return not grouped_contraction_applies(spec, options=options)
+    if not targets.half_precision_on_gpu(options.target, spec.dtype):
         # f32 on the H100: the contraction ran slower on 30 of 32 layers,
         # 1.5x-16x on 28 (1x1 c1024 k2048 50x50 at stride 2: 355 ms against
         # 24; ResNet-50's 3x3 c64 56x56: 6.1 against 2.0), faster on two
         # small ones (3x3 c16 k32 56x56 stride 2 at n8: 0.09 against 0.44).
         return True
-    if half_precision_contraction_wrong(spec):
+    if half_precision_contraction_wrong(spec, options=options):
         return True
     weight = math.prod(spec.weight_shape)
-    split = image_split(spec)
+    split = image_split(spec, options=options)
     if split < 2 or split * weight < GPU_CONTRACTION_MIN_PARTIALS:
         return True
     if weight < GPU_IM2COL_MIN_WEIGHT_STRIDE_1:
@@ -183,26 +184,27 @@ GROUPED_HALF_MIN_CHANNELS = 16
 GROUPED_ONE_WIDE_MAX_CHANNELS = 16
 
 
-def grouped_contraction_applies(spec: ConvBackwardSpec) -> bool:
+def grouped_contraction_applies(spec: ConvBackwardSpec, *, options: LoweringOptions) -> bool:
     """Whether a grouped weight gradient takes the contraction split by
     images (CUDA; see GROUPED_HALF_MIN_CHANNELS and GROUPED_ONE_WIDE_MAX_CHANNELS)."""
-    if spec.groups == 1 or targets.current() != "cuda" or spec.transposed or image_split(spec) < 2:
+    if spec.groups == 1 or options.target != "cuda" or spec.transposed or image_split(spec, options=options) < 2:
         return False
     if all(k > 1 for k in spec.kernel):
         return True
     if any(s != 1 for s in spec.stride):
         return False
-    return min(_rows_columns(spec)) <= GROUPED_ONE_WIDE_MAX_CHANNELS or _windowless_in_half(spec)
+    return min(_rows_columns(spec)) <= GROUPED_ONE_WIDE_MAX_CHANNELS or _windowless_in_half(spec, options=options)
 
 
-def _windowless_in_half(spec: ConvBackwardSpec) -> bool:
+def _windowless_in_half(spec: ConvBackwardSpec, *, options: LoweringOptions) -> bool:
     """Whether the weight gradient sums f16/bf16 over a window that slides
     along no dim, with channels a group that IREE's MMA tile keeps in f16."""
-    return (targets.half_precision_on_gpu(spec.dtype) and geometry.slides_no_window(spec.kernel, _windows(spec))
-            and not targets.widens_windowless(spec.dtype, _rows_columns(spec)))
+    return (targets.half_precision_on_gpu(options.target, spec.dtype)
+            and geometry.slides_no_window(spec.kernel, _windows(spec))
+            and not targets.widens_windowless(options.target, spec.dtype, _rows_columns(spec)))
 
 
-def grouped_contraction_widened(spec: ConvBackwardSpec) -> bool:
+def grouped_contraction_widened(spec: ConvBackwardSpec, *, options: LoweringOptions) -> bool:
     """Whether that contraction reads its f16/bf16 operands as f32: below
     GROUPED_HALF_MIN_CHANNELS channels a group, and for kernels with a dim
     of 1, but for a window that slides along no dim (a 1x1 kernel) whose
@@ -212,12 +214,13 @@ def grouped_contraction_widened(spec: ConvBackwardSpec) -> bool:
     H100 and 1.6x-2.0x faster than widened, on three layers of 16
     channels a group (docs/performance.md, "Windowless convolutions in f16")."""
     few_channels = min(_rows_columns(spec)) < GROUPED_HALF_MIN_CHANNELS
-    one_wide_off_tile = any(k == 1 for k in spec.kernel) and not _windowless_in_half(spec)
-    return (grouped_contraction_applies(spec) and targets.half_precision_on_gpu(spec.dtype)
+    one_wide_off_tile = any(k == 1 for k in spec.kernel) and not _windowless_in_half(spec, options=options)
+    return (grouped_contraction_applies(spec, options=options)
+            and targets.half_precision_on_gpu(options.target, spec.dtype)
             and (few_channels or one_wide_off_tile))
 
 
-def half_precision_contraction_wrong(spec: ConvBackwardSpec) -> bool:
+def half_precision_contraction_wrong(spec: ConvBackwardSpec, *, options: LoweringOptions) -> bool:
     """Where IREE 3.13's CUDA code computed the weight-gradient contraction
     wrongly in f16/bf16 on the H100 (largest error 1.2-1.7 times the
     largest value) whatever the split: every kernel with a dim of 1 checked,
@@ -228,7 +231,7 @@ def half_precision_contraction_wrong(spec: ConvBackwardSpec) -> bool:
     A kernel with one dim of 1 (1x3) is counted in unchecked. im2col +
     matmul was right on all of them (docs/performance.md, "Read first";
     `benchmarks/gpu_weight_forms.py`)."""
-    return targets.half_precision_on_gpu(spec.dtype) and any(k == 1 for k in spec.kernel)
+    return targets.half_precision_on_gpu(options.target, spec.dtype) and any(k == 1 for k in spec.kernel)
 
 
 # On the CPU the im2col matmul's columns (channels x taps) are made a
@@ -241,13 +244,14 @@ CPU_IM2COL_COLUMNS = 16
 CPU_MAX_TAP_GROWTH = 4 / 3
 
 
-def im2col_taps(columns_per_tap: int, kernel: tuple[int, ...], columns_first: bool) -> tuple[int, ...]:
+def im2col_taps(columns_per_tap: int, kernel: tuple[int, ...], columns_first: bool,
+                *, options: LoweringOptions) -> tuple[int, ...]:
     """The kernel window the im2col gather of grad_weight covers: the
     kernel itself on GPU targets and where the gather is laid out
     columns-first (its columns are then the matmul's rows, and the stem's
     7x7 window ran 1.2x-1.3x faster than 8x8), `geometry.padded_taps` for the
     CPU's named matmul."""
-    if targets.current() != "cpu" or columns_first:
+    if options.target != "cpu" or columns_first:
         return kernel
     return geometry.padded_taps(columns_per_tap, kernel, CPU_IM2COL_COLUMNS, CPU_MAX_TAP_GROWTH)
 
@@ -263,7 +267,7 @@ CPU_MATMUL_TILE = 64
 CPU_MIN_MATMUL_TILES = 4
 
 
-def im2col_columns_first(spec: ConvBackwardSpec) -> bool:
+def im2col_columns_first(spec: ConvBackwardSpec, *, options: LoweringOptions) -> bool:
     """Whether grad_weight's im2col gather is laid out [(channel, tap),
     (image, position)] and multiplied by grad_output channels-last
     (`cpu_weight`), not [(image, position), (channel, tap)] into the named
@@ -277,7 +281,7 @@ def im2col_columns_first(spec: ConvBackwardSpec) -> bool:
     measured rule yet tells the two apart (docs/performance.md, "The
     columns-first gather as the matmul's first operand, split-K" and "This
     CPU again, timed by single calls")."""
-    if targets.current() != "cpu" or spec.batch is None:
+    if options.target != "cpu" or spec.batch is None:
         return False
     rows, columns = _rows_columns(spec)
     columns *= math.prod(spec.kernel)
@@ -312,29 +316,30 @@ def _windows(spec: ConvBackwardSpec) -> tuple[int, ...]:
 HALF_STRIDED_MIN_IMAGES = 2
 
 
-def image_split(spec: ConvBackwardSpec) -> int:
+def image_split(spec: ConvBackwardSpec, *, options: LoweringOptions) -> int:
     """Partial sums for the contraction, each over a run of whole images
     (the leading dim of both operands, so that splitting is a reshape): 1 on
     the CPU (its few threads are busy without it), for a dynamic batch and
     in the plain forms."""
-    if targets.current() == "cpu" or spec.batch is None or targets.plain_forms():
+    if options.target == "cpu" or spec.batch is None or options.plain_forms:
         return 1
     min_images = -(-SPLIT_MIN_CHUNK // max(math.prod(_windows(spec)), 1))
-    if targets.half_precision_on_gpu(spec.dtype) and any(s > 1 for s in spec.stride):
+    if targets.half_precision_on_gpu(options.target, spec.dtype) and any(s > 1 for s in spec.stride):
         min_images = max(min_images, HALF_STRIDED_MIN_IMAGES)
     return geometry.reduction_split(spec.batch, math.prod(spec.weight_shape), SPLIT_TARGET_PARTIALS, min_images)
 
 
-def im2col_split(spec: ConvBackwardSpec) -> int:
+def im2col_split(spec: ConvBackwardSpec, *, options: LoweringOptions) -> int:
     """Partial sums for the im2col matmul, over runs of its (image,
     position) rows; 1 where `image_split` is."""
-    if targets.current() == "cpu" or spec.batch is None or targets.plain_forms():
+    if options.target == "cpu" or spec.batch is None or options.plain_forms:
         return 1
     length = spec.batch * math.prod(_windows(spec))
     return geometry.reduction_split(length, math.prod(spec.weight_shape), SPLIT_TARGET_PARTIALS, SPLIT_MIN_CHUNK)
 
 
-def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value) -> ir.Value:
+def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value,
+                *, options: LoweringOptions) -> ir.Value:
     """Weight gradient; reads the padded source at `o*s + k*d`, so no zero is
     ever multiplied but those of the padding itself.
 
@@ -357,14 +362,14 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
     window = (source, windows, spec.kernel, spec.stride, spec.padding, spec.dilation)
     if any(map(geometry.reads_only_padding, *window)):
         return lb.zeros(list(spec.weight_shape), lb.element_type(spec.dtype))
-    if weight_rows.applies(spec):
-        acc = weight_rows.grad_weight(spec, grad_output, input_, image_split(spec))
+    if weight_rows.applies(spec, options=options):
+        acc = weight_rows.grad_weight(spec, grad_output, input_, image_split(spec, options=options))
         return lb.convert(acc, lb.element_type(spec.dtype))
     rows, columns = _rows_columns(spec)
-    by_im2col = grad_weight_by_im2col(spec)
-    columns_first = by_im2col and im2col_columns_first(spec)
-    taps = im2col_taps(columns, spec.kernel, columns_first) if by_im2col else tuple(spec.kernel)
-    unpadded = by_im2col and gather_reads_unpadded(spec)
+    by_im2col = grad_weight_by_im2col(spec, options=options)
+    columns_first = by_im2col and im2col_columns_first(spec, options=options)
+    taps = im2col_taps(columns, spec.kernel, columns_first, options=options) if by_im2col else tuple(spec.kernel)
+    unpadded = by_im2col and gather_reads_unpadded(spec, options=options)
     if not unpadded:  # the windowed operand padded (or cropped) to span exactly the reads
         low, high = geometry.window_padding_nd(source, windows, taps, spec.stride, spec.padding, spec.dilation)
         low, high = [0, 0, *low], [0, 0, *high]
@@ -376,9 +381,9 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
     dy = lb.expand_dim(grad_output, 1, (groups, f_out))
     plain, windowed = (x, dy) if spec.transposed else (dy, x)
     if not by_im2col:
-        if grouped_contraction_widened(spec):
+        if grouped_contraction_widened(spec, options=options):
             plain, windowed = (lb.convert(v, lb.element_type(ACCUMULATOR)) for v in (plain, windowed))
-        return grad_weight_contraction(spec, plain, windowed, rows, columns)
+        return grad_weight_contraction(spec, plain, windowed, rows, columns, options=options)
 
     out_sizes = [*([groups] if groups > 1 else []), rows, columns * math.prod(taps)]
     padding = spec.padding if unpadded else None
@@ -389,13 +394,13 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value)
         cols = forms.collapse_range(forms.collapse_range(cols, 2 + r, 3 + 2 * r), 1, 2 + r)  # [g, col*k, n*o]
         acc = cpu_weight.columns_first_matmul(plain, cols if groups > 1 else lb.collapse_dims(cols, 0), out_sizes)
     else:
-        acc = _rows_matmul(spec, plain, windowed, windows, taps, padding, out_sizes)
+        acc = _rows_matmul(spec, plain, windowed, windows, taps, padding, out_sizes, options=options)
     return _weight_from_matmul(spec, acc, out_sizes, columns, taps)
 
 
 def _rows_matmul(
     spec: ConvBackwardSpec, plain: ir.Value, windowed: ir.Value, windows: Sequence[int], taps: tuple[int, ...],
-    padding: Optional[Sequence[int]], out_sizes: list[int],
+    padding: Optional[Sequence[int]], out_sizes: list[int], *, options: LoweringOptions
 ) -> ir.Value:
     """The im2col gather laid out a row per (image, position), [(g,) n*o,
     col*k], times grad_output as [(g,) row, n*o]: the named matmul on the
@@ -406,10 +411,10 @@ def _rows_matmul(
     cols = forms.collapse_range(forms.collapse_range(cols, 1, 2 + r), 2, 3 + r)  # [g, n*o, col*k]
     if spec.groups == 1:  # a plain matmul, not a batch of one
         lhs, cols = lb.collapse_dims(lhs, 0), lb.collapse_dims(cols, 0)
-    split = im2col_split(spec)
+    split = im2col_split(spec, options=options)
     if split > 1:
         return forms.split_matmul(lhs, cols, out_sizes, split, GPU_SPLIT_CHUNK_MULTIPLE)
-    named = targets.current() == "cpu"  # see forms.matmul
+    named = options.target == "cpu"  # see forms.matmul
     return forms.matmul(lhs, cols, lb.zeros(out_sizes, lb.element_type(ACCUMULATOR)), named)
 
 
@@ -425,12 +430,12 @@ def _weight_from_matmul(
     return lb.convert(acc, lb.element_type(spec.dtype))
 
 
-def gather_reads_unpadded(spec: ConvBackwardSpec) -> bool:
+def gather_reads_unpadded(spec: ConvBackwardSpec, *, options: LoweringOptions) -> bool:
     """Whether the im2col gather reads its source unpadded, zero where a
     read is padding (`contraction_forms._padded_gather`), instead of a
     padded copy: on GPU targets, where IREE 3.13 makes that copy a
     slow_memcpy (docs/performance.md, "The im2col gather without a pad")."""
-    return targets.current() != "cpu"
+    return options.target != "cpu"
 
 
 # The split im2col matmul's runs of k are padded with zeros to a multiple
@@ -441,7 +446,7 @@ GPU_SPLIT_CHUNK_MULTIPLE = 64
 
 
 def grad_weight_contraction(
-    spec: ConvBackwardSpec, plain: ir.Value, windowed: ir.Value, rows: int, columns: int
+    spec: ConvBackwardSpec, plain: ir.Value, windowed: ir.Value, rows: int, columns: int, *, options: LoweringOptions
 ) -> ir.Value:
     """dw[g,row,col,k] = sum_{n,o} windowed[n,g,col,o*s+k*d] * plain[n,g,row,o], one
     generic, split by images on GPU targets (`image_split`). The windowed
@@ -451,7 +456,7 @@ def grad_weight_contraction(
     on the 1x1 n32 c1024 k2048 50x50 gradients."""
     r = spec.spatial_rank
     out_sizes = [spec.groups, rows, columns, *spec.kernel]
-    split = image_split(spec)
+    split = image_split(spec, options=options)
     if split > 1:
         images = ir.RankedTensorType(windowed.type).shape[0] // split
         windowed = lb.expand_dim(windowed, 0, (split, images))

@@ -24,10 +24,9 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch_mlir import fx as torch_mlir_fx
 from torch_mlir import ir
 
-import iree_bwdconv.patterns.convolution_backward_phases as phases_pattern
-
-from . import compile_fallback, isolation, lowering, operand_room, pipeline, targets
+from . import compile_fallback, isolation, lowering, pipeline
 from .compile_cache import CompileCache, cache_key
+from .options import LoweringOptions
 from .runtime import LoadedModule
 
 
@@ -152,46 +151,49 @@ class CompiledGraph:
     """A static-shaped graph compiled for one target; called with the
     graph's flat list of inputs (aot_autograd's boxed convention)."""
 
-    def __init__(self, gm: Union[torch.fx.GraphModule, ImportedGraph], target: str, cache: Optional[CompileCache],
-                 stats: CompileStats, *, isolated: bool = False, timeout_s: Optional[float] = None) -> None:
-        """`gm`: the graph, or what `import_for_iree` made of it.
+    def __init__(self, gm: Union[torch.fx.GraphModule, ImportedGraph], options: Union[LoweringOptions, str],
+                 cache: Optional[CompileCache], stats: CompileStats, *, isolated: bool = False,
+                 timeout_s: Optional[float] = None) -> None:
+        """`gm`: the graph, or what `import_for_iree` made of it; `options`:
+        how to lower it (a target's name: its usual forms).
         `isolated`: torch-mlir's pipelines run in a worker process
         (`isolation`), so that a crash there cannot end this one, and any
         thread may build this; lowering and iree-compile each get
         `timeout_s` seconds (None: no limit)."""
         # An instance attribute: dynamo's wrappers copy __dict__, not class attributes.
         self._boxed_call = True
+        options = lowering.as_options(options)
         imported = gm if isinstance(gm, ImportedGraph) else import_for_iree(gm, stats)
         self._inputs, self._slots = imported.inputs, imported.slots
         self._module: Optional[LoadedModule] = None
-        self._target, self._stats = target, stats
+        self._target, self._stats = options.target, stats
         self.vmfb: Optional[bytes] = None
         if imported.graph_ir is None:
             return
         graph_ir = imported.graph_ir
         timings = {}
 
-        def lower() -> str:
+        def lower(forms: LoweringOptions) -> str:
             begin = time.perf_counter()
             if isolated:
-                linalg = isolation.lower(graph_ir, target, targets.plain_forms(), timeout_s or math.inf)
+                linalg = isolation.lower(graph_ir, forms, timeout_s or math.inf)
             else:
-                linalg = lowering.lower_torch(lowering.parse_torch_mlir(graph_ir), "linalg", target)
+                linalg = lowering.lower_torch(lowering.parse_torch_mlir(graph_ir), "linalg", forms)
             timings["lowering"] = timings.get("lowering", 0.0) + time.perf_counter() - begin
             return linalg
 
         def compile_vmfb() -> bytes:
             begin = time.perf_counter()
-            vmfb = compile_fallback.compile_lowering(lower, target, timeout_s)
+            vmfb = compile_fallback.compile_lowering(lower, options, timeout_s)
             timings["iree_compile"] = time.perf_counter() - begin - timings["lowering"]
             return vmfb
 
-        flags = pipeline.compile_flags(target)
+        flags = pipeline.compile_flags(options.target)
         if cache is None:
             self.vmfb = compile_vmfb()
         else:
-            settings = (phases_pattern.forced_form(), operand_room.setting())
-            self.vmfb = cache.get_or_compile(cache_key(graph_ir, pipeline.keyed_flags(flags), settings), compile_vmfb)
+            key = cache_key(graph_ir, pipeline.keyed_flags(flags), options.cache_key())
+            self.vmfb = cache.get_or_compile(key, compile_vmfb)
         stats.add(graphs=1, cache_hits=0 if timings else 1, lowering_s=timings.get("lowering", 0.0),
                   iree_compile_s=timings.get("iree_compile", 0.0))
 

@@ -25,16 +25,16 @@ from torch_mlir import ir
 from torch_mlir.dialects import tensor
 
 from . import linalg_builders as lb
-from . import targets
+from .options import LoweringOptions
 from .spec import ConvBackwardSpec
 
 MIN_CHANNELS_PER_GROUP = 2
 
 
-def applies(groups: int, in_channels: int) -> bool:
+def applies(groups: int, in_channels: int, *, options: LoweringOptions) -> bool:
     """Split on the CPU when there are groups and each has at least
     MIN_CHANNELS_PER_GROUP input channels."""
-    return targets.current() == "cpu" and groups > 1 and in_channels // groups >= MIN_CHANNELS_PER_GROUP
+    return options.target == "cpu" and groups > 1 and in_channels // groups >= MIN_CHANNELS_PER_GROUP
 
 
 def channel_slice(value: ir.Value, axis: int, group: int, width: int) -> ir.Value:

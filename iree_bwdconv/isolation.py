@@ -13,9 +13,8 @@ and the graph falls back as documented.
 The worker is `python -m iree_bwdconv.isolation`, not a multiprocessing
 child: those import the user's main module again, and a script without a
 `__main__` guard would run twice. It gets each graph's torch-dialect text
-and everything that decides its forms (the target, the plain forms, the
-environment's form and operand room), so that it lowers exactly what this
-process would, and answers on a pipe of its own: what torch-mlir prints
+and the `LoweringOptions` that decide its forms, so that it lowers exactly
+what this process would, and answers on a pipe of its own: what torch-mlir prints
 goes to this process's stderr. A worker lowers one graph at a time; graphs
 lowered at once from several threads (the backend compiles a forward and
 a backward graph side by side) each get a worker, started on first use
@@ -37,23 +36,13 @@ from concurrent.futures import Future
 from typing import Any, BinaryIO, Optional
 
 from .errors import WorkerError
+from .options import LoweringOptions
 
-# Environment settings the lowering reads, handed to the worker with each graph.
-_SETTINGS = ("IREE_BWDCONV_GRAD_INPUT_FORM", "IREE_BWDCONV_OPERAND_ROOM")
-
-
-def _lower(graph_ir: str, target: str, plain: bool, settings: dict[str, Optional[str]]) -> str:
+def _lower(graph_ir: str, options: LoweringOptions) -> str:
     """In the worker: the graph's linalg, as `lowering.lower_torch` makes it."""
-    from . import lowering, targets
+    from . import lowering
 
-    for name, value in settings.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
-    module = lowering.parse_torch_mlir(graph_ir)
-    with targets.lowering_plain_forms() if plain else contextlib.nullcontext():
-        return lowering.lower_torch(module, "linalg", target)
+    return lowering.lower_torch(lowering.parse_torch_mlir(graph_ir), "linalg", options)
 
 
 def _die_with(parent: int) -> None:
@@ -162,9 +151,9 @@ def _take() -> _Worker:
     return _new_worker()
 
 
-def lower(graph_ir: str, target: str, plain: bool, timeout_s: float) -> str:
-    """The graph's linalg for `target`, made in a worker process."""
-    request = (graph_ir, target, plain, {name: os.environ.get(name) for name in _SETTINGS})
+def lower(graph_ir: str, options: LoweringOptions, timeout_s: float) -> str:
+    """The graph's linalg as `options` ask for it, made in a worker process."""
+    request = (graph_ir, options)
     worker = _take()
     try:
         return worker.lower(request, timeout_s)

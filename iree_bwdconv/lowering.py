@@ -9,7 +9,7 @@ DecomposeAtenConvolutionBackwardOp runs, as those backends expect.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import torch
 from torch_mlir import fx, ir
@@ -18,8 +18,9 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
 import iree_bwdconv.patterns as patterns
 
-from . import extern_kernels, iree_ir, operand_room, pipeline, targets
+from . import extern_kernels, iree_ir, operand_room, pipeline
 from .errors import LoweringError
+from .options import LoweringOptions
 
 BACKENDS = ("linalg", "tosa", "stablehlo")
 CONVOLUTION_BACKWARD = "aten.convolution_backward"
@@ -91,25 +92,24 @@ def ops_named(module: ir.Module, name: str) -> list[ir.Operation]:
     return found
 
 
-def rewrite_convolution_backward(module: ir.Module) -> None:
+def rewrite_convolution_backward(module: ir.Module, options: LoweringOptions) -> None:
     """Run our patterns; refuse (LoweringError) if any op is left unrewritten."""
-    mismatches = patterns.apply_patterns(module)
+    mismatches = patterns.apply_patterns(module, options)
     left = ops_named(module, patterns.convolution_backward.ROOT)
     if left:
         reasons = "\n  ".join(mismatches.reasons) or "no pattern was offered the op"
         raise LoweringError(f"{len(left)} convolution_backward op(s) could not be lowered:\n  {reasons}")
 
 
-def lower_torch(raw: ir.Module, backend: str = "linalg", target: str = targets.DEFAULT) -> str:
+def lower_torch(raw: ir.Module, backend: str = "linalg", options: Union[LoweringOptions, str] = "cpu") -> str:
     """Raw torch-dialect IR (as the FX importer makes it) -> backend IR text,
-    in the linalg forms that compile best for `target` ("cpu", "gfx942", "cuda");
-    with room after CUDA's f16/bf16 contraction operands where
-    $IREE_BWDCONV_OPERAND_ROOM asks for it (`operand_room`)."""
-    targets.check(target)
+    in the linalg forms that `options` ask for (a target name: that target's
+    usual forms); with room after CUDA's f16/bf16 contraction operands where
+    they ask for it (`operand_room`)."""
+    options = as_options(options)
     to_torch_backend(raw, backend)
     if backend == "linalg":
-        with targets.lowering_for(target):
-            rewrite_convolution_backward(raw)
+        rewrite_convolution_backward(raw, options)
     backend_pipeline = f"builtin.module({_BACKEND_PIPELINES[backend]})"
     if extern_kernels.declares_kernels(raw):
         backend_pipeline = pipeline.linalg_backend_without_contract_check(raw.context)
@@ -117,7 +117,7 @@ def lower_torch(raw: ir.Module, backend: str = "linalg", target: str = targets.D
     text = str(raw)
     # Both steps need IREE's bindings: one parse serves them.
     steps = [step for step, wanted in ((extern_kernels.link_module, extern_kernels.calls_kernels(text)),
-                                       (operand_room.give_module, backend == "linalg" and operand_room.wanted(target)))
+                                       (operand_room.give_module, backend == "linalg" and operand_room.wanted(options)))
              if wanted]
     return iree_ir.edited(text, *steps) if steps else text
 
@@ -127,10 +127,15 @@ def lower(
     *example_args: Any,
     backend: str = "linalg",
     dynamic_shapes: Optional[Any] = None,
-    target: str = targets.DEFAULT,
+    target: Union[LoweringOptions, str] = "cpu",
 ) -> str:
     """Lower `module` traced on `example_args` to MLIR text for `backend`;
-    linalg comes in the forms that compile best for `target`."""
+    linalg comes in the forms `target` asks for (`lower_torch`)."""
     _check_backend(backend)
-    targets.check(target)
-    return lower_torch(import_module(module, *example_args, dynamic_shapes=dynamic_shapes), backend, target)
+    options = as_options(target)
+    return lower_torch(import_module(module, *example_args, dynamic_shapes=dynamic_shapes), backend, options)
+
+
+def as_options(options: Union[LoweringOptions, str]) -> LoweringOptions:
+    """`options`, or a target's name as the options of its usual forms."""
+    return options if isinstance(options, LoweringOptions) else LoweringOptions(target=options)

@@ -7,7 +7,8 @@ missing rows' threads read the row just past the end; docs/performance.md,
 of the result, so every number is right, but compute-sanitizer's memcheck
 reports the read and then hangs, and a read past mapped memory faults.
 
-With $IREE_BWDCONV_OPERAND_ROOM=1, `give` copies each operand of such a
+Where the options ask for it (`LoweringOptions.operand_room`; at the edges
+$IREE_BWDCONV_OPERAND_ROOM=1), `give` copies each operand of such a
 contraction into a buffer one slice longer along its first dim of more
 than one element (at least one row of every dim after it) and hands the
 contraction a slice of that buffer. `util.optimization_barrier` keeps IREE
@@ -25,32 +26,21 @@ no util dialect), as `extern_kernels.link` does.
 
 from __future__ import annotations
 
-import os
-
 from iree.compiler import ir
 from iree.compiler.dialects import arith, tensor
 
-from .errors import InvalidArgumentError
+from .options import OPERAND_ROOM_VARIABLE, LoweringOptions
 from .iree_ir import DYNAMIC, Size, edited, index, kept, ops_where, sizes_of
 
-VARIABLE = "IREE_BWDCONV_OPERAND_ROOM"
+VARIABLE = OPERAND_ROOM_VARIABLE
 _HALF = ("f16", "bf16")
 # Named contractions the lowering may emit beside its generics.
 _NAMED_PREFIXES = ("linalg.matmul", "linalg.batch_matmul", "linalg.conv")
 
 
-def setting() -> str:
-    """"room" where the environment asks for it, else "": part of every
-    compiled-module cache key."""
-    value = os.environ.get(VARIABLE, "").strip()
-    if value not in ("", "0", "1"):
-        raise InvalidArgumentError(VARIABLE, value, "expected 1 (on) or 0 (off)")
-    return "room" if value == "1" else ""
-
-
-def wanted(target: str) -> bool:
-    """Whether a module lowered for `target` gets room."""
-    return target == "cuda" and setting() == "room"
+def wanted(options: LoweringOptions) -> bool:
+    """Whether a module lowered with `options` gets room."""
+    return options.target == "cuda" and options.operand_room
 
 
 def _is_contraction(op: ir.Operation) -> bool:

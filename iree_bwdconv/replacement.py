@@ -12,13 +12,15 @@ from torch_mlir import ir
 
 from . import gradients, group_split, torch_ir, transposed
 from .errors import InvalidArgumentError
+from .options import LoweringOptions
 from .spec import ConvBackwardSpec
 
-GradInputBuilder = Callable[[ConvBackwardSpec, ir.Value, ir.Value], ir.Value]
+# (spec, grad_output, weight, *, options) -> grad_input
+GradInputBuilder = Callable[..., ir.Value]
 
 
 def replace_convolution_backward(
-    op: ir.Operation, rewriter, spec: ConvBackwardSpec, grad_input: GradInputBuilder
+    op: ir.Operation, rewriter, spec: ConvBackwardSpec, grad_input: GradInputBuilder, *, options: LoweringOptions
 ) -> None:
     """Replace the op by the gradients its output_mask asks for, building
     grad_input with the pattern's own form (`transposed`'s for a transposed
@@ -26,10 +28,10 @@ def replace_convolution_backward(
     group by group (`group_split`)."""
     input_form = transposed.grad_input_transposed if spec.transposed else grad_input
     builders = {
-        "grad_input": lambda s, dy, x, w: input_form(s, dy, w),
-        "grad_weight": lambda s, dy, x, w: gradients.grad_weight(s, dy, x),
+        "grad_input": lambda s, dy, x, w: input_form(s, dy, w, options=options),
+        "grad_weight": lambda s, dy, x, w: gradients.grad_weight(s, dy, x, options=options),
     }
-    split = group_split.applies(spec.groups, spec.in_channels)
+    split = group_split.applies(spec.groups, spec.in_channels, options=options)
     with rewriter.ip, op.location:
         operands = [torch_ir.to_builtin(v) for v in list(op.operands)[:3]]
         results = []
@@ -38,7 +40,7 @@ def replace_convolution_backward(
             if type_ is None:
                 value = torch_ir.none_value()
             elif name == "grad_bias":  # the same sum with or without groups
-                value = torch_ir.from_builtin(gradients.grad_bias(spec, operands[0]), type_)
+                value = torch_ir.from_builtin(gradients.grad_bias(spec, operands[0], options=options), type_)
             elif split:
                 value = torch_ir.from_builtin(group_split.per_group(spec, name, builders[name], *operands), type_)
             else:

@@ -1,53 +1,36 @@
-"""The IREE target a lowering is for. The linalg forms IREE 3.13 compiles
-best differ per target (docs/performance.md), so the patterns ask."""
+"""What the IREE target a lowering is for (`LoweringOptions.target`) says
+about its forms. The linalg forms IREE 3.13 compiles best differ per target
+(docs/performance.md), so the rules ask."""
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from typing import Iterator, Sequence
+from typing import Sequence
 
 from . import geometry
+from .options import TARGETS  # noqa: F401 - where the rules look for it
 
-TARGETS = ("cpu", "gfx942", "cuda")
 DEFAULT = "cpu"
-_current: contextvars.ContextVar[str] = contextvars.ContextVar("iree_bwdconv_target", default=DEFAULT)
-_plain: contextvars.ContextVar[bool] = contextvars.ContextVar("iree_bwdconv_plain_forms", default=False)
 
 
-def current() -> str:
-    return _current.get()
-
-
-def plain_forms() -> bool:
-    """Whether the lowering takes its plain forms on GPU targets: the direct
-    grad_input of kernels wider than 1x1, and weight gradients in one sum.
-    Only the second try of a compile that failed in the usual forms asks
-    for them (`compile_fallback`): IREE 3.13's GPU codegen has refused
-    some of the usual forms at sizes no rule foresaw (docs/performance.md,
-    "Compile failures on gfx942, and the plain forms")."""
-    return _plain.get()
-
-
-def half_precision_on_gpu(dtype: str) -> bool:
+def half_precision_on_gpu(target: str, dtype: str) -> bool:
     """f16/bf16 on a GPU target. IREE 3.13's CUDA code computed several
     f16/bf16 contractions wrongly on the H100 where f32 and the CPU were
     right (docs/performance.md, "Read first"); the patterns avoid those
     forms under this test. gfx942's code comes from the same IREE pipeline
     and is treated alike, untested."""
-    return current() != "cpu" and dtype in ("f16", "bf16")
+    return target != "cpu" and dtype in ("f16", "bf16")
 
 
-def f32_on_gpu(dtype: str) -> bool:
+def f32_on_gpu(target: str, dtype: str) -> bool:
     """f32 on a GPU target. Every H100 figure the GPU forms were first
     drawn from was of f16/bf16 layers; in f32 IREE 3.13 has no MMA for
     them and compiled several of those forms 3x-18x slower than a plain
     matmul layout (docs/performance.md, "f32 on GPUs"). gfx942 takes the
     same forms, unmeasured (no MI300 here)."""
-    return current() != "cpu" and dtype == "f32"
+    return target != "cpu" and dtype == "f32"
 
 
-def one_tap_half_on_gpu(dtype: str, kernel: Sequence[int]) -> bool:
+def one_tap_half_on_gpu(target: str, dtype: str, kernel: Sequence[int]) -> bool:
     """An f16/bf16 1x1 kernel on a GPU target: IREE 3.13's CUDA code
     computed the convolution-shaped generic of a 1x1 kernel wrongly in f16
     on the H100 (largest error 118%-150% of the largest value: the direct
@@ -55,10 +38,10 @@ def one_tap_half_on_gpu(dtype: str, kernel: Sequence[int]) -> bool:
     convolution's grad_input, torch-mlir's named forward convolution), and
     right in f32 (`benchmarks/gpu_check.py`). The patterns lower it in
     another form (col2im's matmul, the forward's im2col matmul) or in f32."""
-    return half_precision_on_gpu(dtype) and all(k == 1 for k in kernel)
+    return half_precision_on_gpu(target, dtype) and all(k == 1 for k in kernel)
 
 
-def windowless_half_on_gpu(dtype: str, kernel: Sequence[int], output_sizes: Sequence[int]) -> bool:
+def windowless_half_on_gpu(target: str, dtype: str, kernel: Sequence[int], output_sizes: Sequence[int]) -> bool:
     """An f16/bf16 convolution on a GPU target that slides its window along
     no dim (`geometry.slides_no_window`): a 1x1 kernel
     (`one_tap_half_on_gpu`), or a wider one with a dim of one output
@@ -69,7 +52,7 @@ def windowless_half_on_gpu(dtype: str, kernel: Sequence[int], output_sizes: Sequ
     "Tiny layers on the H100"). The patterns emit such a convolution in
     the order that is right (`contraction_forms.conv`), widened where
     `widens_windowless` says."""
-    return half_precision_on_gpu(dtype) and geometry.slides_no_window(kernel, output_sizes)
+    return half_precision_on_gpu(target, dtype) and geometry.slides_no_window(kernel, output_sizes)
 
 
 # Channels a group (both counts) from which such a convolution keeps its
@@ -77,7 +60,7 @@ def windowless_half_on_gpu(dtype: str, kernel: Sequence[int], output_sizes: Sequ
 MMA_CHANNEL_MULTIPLE = 16
 
 
-def widens_windowless(dtype: str, group_channels: Sequence[int]) -> bool:
+def widens_windowless(target: str, dtype: str, group_channels: Sequence[int]) -> bool:
     """Whether a convolution that slides its window along no dim (the
     caller's to know: the direct and transposed grad_input, a grouped
     forward, a grouped stride phase of one tap) runs in f32 rather than
@@ -89,10 +72,11 @@ def widens_windowless(dtype: str, group_channels: Sequence[int]) -> bool:
     stride 1). With 8 or 30 (1x1 g32 c256, g8 c240 k480) IREE's f16 code
     did not finish in 40 s; those ran in f32 in 0.20 and 0.35 ms
     (docs/performance.md, "Windowless convolutions in f16")."""
-    return half_precision_on_gpu(dtype) and any(c % MMA_CHANNEL_MULTIPLE for c in group_channels)
+    return half_precision_on_gpu(target, dtype) and any(c % MMA_CHANNEL_MULTIPLE for c in group_channels)
 
 
-def one_tap_strided_f32_on_gpu(dtype: str, kernel: Sequence[int], strides: Sequence[int], groups: int) -> bool:
+def one_tap_strided_f32_on_gpu(target: str, dtype: str, kernel: Sequence[int], strides: Sequence[int],
+                               groups: int) -> bool:
     """An ungrouped strided 1x1 convolution in f32 on a GPU target (a
     transposed convolution's grad_input, a forward projection): IREE 3.13's
     f32 code (no MMA) ran it as a convolution 1.7x-6.3x slower than an
@@ -101,28 +85,4 @@ def one_tap_strided_f32_on_gpu(dtype: str, kernel: Sequence[int], strides: Seque
     1 the convolution was 1.3x faster (docs/performance.md, "Transposed
     1x1 kernels in f32")."""
     one_tap = all(k == 1 for k in kernel) and groups == 1
-    return one_tap and any(s > 1 for s in strides) and f32_on_gpu(dtype)
-
-
-def check(target: str) -> str:
-    if target not in TARGETS:
-        raise ValueError(f"target={target!r}: expected one of {', '.join(TARGETS)}")
-    return target
-
-
-@contextlib.contextmanager
-def lowering_for(target: str) -> Iterator[None]:
-    token = _current.set(check(target))
-    try:
-        yield
-    finally:
-        _current.reset(token)
-
-
-@contextlib.contextmanager
-def lowering_plain_forms() -> Iterator[None]:
-    token = _plain.set(True)
-    try:
-        yield
-    finally:
-        _plain.reset(token)
+    return one_tap and any(s > 1 for s in strides) and f32_on_gpu(target, dtype)

@@ -20,10 +20,12 @@ from torch_mlir import ir
 from . import contraction_forms as forms
 from . import geometry, gradients, targets
 from . import linalg_builders as lb
+from .options import LoweringOptions
 from .spec import ConvBackwardSpec
 
 
-def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
+def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value,
+                          *, options: LoweringOptions) -> ir.Value:
     """Input gradient of a transposed convolution: a strided forward
     convolution of dy, so no zeros are inserted.
 
@@ -38,13 +40,14 @@ def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight:
     w = weight  # [C, F/G, *K]: already the filter layout, output channel first
     stride, dilation = spec.stride, spec.dilation
     acc_type = lb.element_type(gradients.ACCUMULATOR)
-    if targets.one_tap_strided_f32_on_gpu(spec.dtype, spec.kernel, stride, groups):
+    if targets.one_tap_strided_f32_on_gpu(options.target, spec.dtype, spec.kernel, stride, groups):
         acc = forms.im2col_matmul(dy, w, spec.dilation, acc_type, stride, output_channels_first=True)
         return lb.convert(acc, lb.element_type(spec.dtype))
-    if targets.one_tap_half_on_gpu(spec.dtype, spec.kernel) and transposed_gemm_applies(spec):
+    if targets.one_tap_half_on_gpu(options.target, spec.dtype, spec.kernel) and transposed_gemm_applies(spec):
         return _transposed_one_tap_gemm(spec, dy, w)
-    if targets.windowless_half_on_gpu(spec.dtype, spec.kernel, spec.input_spatial):
-        acc = forms.windowless_grouped_conv(dy, w, groups, spec.input_spatial, stride, dilation, spec.dtype, acc_type)
+    if targets.windowless_half_on_gpu(options.target, spec.dtype, spec.kernel, spec.input_spatial):
+        acc = forms.windowless_grouped_conv(dy, w, groups, spec.input_spatial, stride, dilation, spec.dtype, acc_type,
+                                            options=options)
     else:
         acc = forms.grouped_conv(dy, w, groups, spec.input_spatial, stride, dilation, acc_type)
     return lb.convert(acc, lb.element_type(spec.dtype))

@@ -33,6 +33,7 @@ from . import contraction_forms as forms
 from . import geometry, targets
 from . import linalg_builders as lb
 from .linalg_builders import PARALLEL, REDUCTION
+from .options import LoweringOptions
 from .spec import ConvBackwardSpec
 
 POSITION_MULTIPLE = 16
@@ -82,14 +83,14 @@ def intensity(spec: ConvBackwardSpec) -> float:
     return f * c / (f + c)
 
 
-def applies(spec: ConvBackwardSpec) -> bool:
+def applies(spec: ConvBackwardSpec, *, options: LoweringOptions) -> bool:
     """A GPU target, an ungrouped, untransposed 1x1 kernel with a static
     batch and a multiple of OUT_CHANNEL_MULTIPLE output channels (or 64)
     where grad_output is read in place, at most MAX_CHANNEL_PADDING more
     where it is copied, unless `_one_strided_dim_unpadded`; in f32 with at
     least F32_MIN_INTENSITY, in f16/bf16 where the positions need padding
     with at least MIN_PADDED_INTENSITY."""
-    if targets.current() == "cpu" or any(k != 1 for k in spec.kernel):
+    if options.target == "cpu" or any(k != 1 for k in spec.kernel):
         return False
     if spec.groups != 1 or spec.transposed or spec.batch is None or _one_strided_dim_unpadded(spec):
         return False
@@ -98,7 +99,7 @@ def applies(spec: ConvBackwardSpec) -> bool:
         return False
     if padded_channels(spec) > spec.out_channels * MAX_CHANNEL_PADDING:
         return False
-    if not targets.half_precision_on_gpu(spec.dtype):
+    if not targets.half_precision_on_gpu(options.target, spec.dtype):
         return intensity(spec) >= F32_MIN_INTENSITY
     return not padded_positions(spec) or intensity(spec) >= MIN_PADDED_INTENSITY
 

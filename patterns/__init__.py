@@ -14,9 +14,11 @@ from typing import Callable, Optional
 from torch_mlir import ir
 from torch_mlir.rewrite import PatternRewriter, RewritePatternSet, apply_patterns_and_fold_greedily
 
+from iree_bwdconv.options import LoweringOptions
+
 from . import convolution_backward, convolution_backward_kernel, convolution_backward_phases, convolution_forward
 
-RewriteFn = Callable[[ir.Operation, PatternRewriter], Optional[str]]
+RewriteFn = Callable[..., Optional[str]]  # (op, rewriter, *, options) -> why it did not match, or None
 
 
 @dataclass(frozen=True)
@@ -57,9 +59,9 @@ class Mismatches:
             self.reasons.append(line)
 
 
-def _recording(pattern: Pattern, mismatches: Mismatches) -> RewriteFn:
+def _recording(pattern: Pattern, mismatches: Mismatches, options: LoweringOptions) -> RewriteFn:
     def callback(op: ir.Operation, rewriter: PatternRewriter) -> bool:
-        reason = pattern.rewrite(op, rewriter)
+        reason = pattern.rewrite(op, rewriter, options=options)
         if reason:
             mismatches.record(pattern, op, reason)
         return bool(reason)  # the binding casts the result to bool, not to a str
@@ -67,13 +69,15 @@ def _recording(pattern: Pattern, mismatches: Mismatches) -> RewriteFn:
     return callback
 
 
-def apply_patterns(module: ir.Module, patterns: Optional[tuple[Pattern, ...]] = None) -> Mismatches:
-    """Run the patterns (default: the registry) greedily over `module`."""
+def apply_patterns(module: ir.Module, options: LoweringOptions,
+                   patterns: Optional[tuple[Pattern, ...]] = None) -> Mismatches:
+    """Run the patterns (default: the registry) greedily over `module`, each
+    given `options`."""
     patterns = REGISTRY if patterns is None else patterns
     mismatches = Mismatches()
     with module.context:
         pattern_set = RewritePatternSet()
         for pattern in patterns:
-            pattern_set.add(pattern.root, _recording(pattern, mismatches), pattern.benefit)
+            pattern_set.add(pattern.root, _recording(pattern, mismatches, options), pattern.benefit)
         apply_patterns_and_fold_greedily(module, pattern_set.freeze())
     return mismatches

@@ -17,12 +17,13 @@ from torch_mlir.rewrite import PatternRewriter
 from iree_bwdconv import contraction_forms as forms
 from iree_bwdconv import geometry, gradients, replacement, targets
 from iree_bwdconv import linalg_builders as lb
+from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.spec import ConvBackwardSpec
 
 ROOT = "torch.aten.convolution_backward"
 
 
-def _im2col_matmul_applies(spec: ConvBackwardSpec) -> bool:
+def _im2col_matmul_applies(spec: ConvBackwardSpec, *, options: LoweringOptions) -> bool:
     """Ungrouped, without inserted zeros: an im2col gather and the named
     matmul (`contraction_forms.im2col_matmul`). On the CPU for a 1x1
     kernel at any stride and for stride 1 with 128+ channels: it ran 3x-5x
@@ -37,17 +38,17 @@ def _im2col_matmul_applies(spec: ConvBackwardSpec) -> bool:
     (docs/performance.md)."""
     if spec.groups != 1:
         return False
-    if targets.f32_on_gpu(spec.dtype):
-        return all(s == 1 for s in spec.stride) and not _weight_as_is_applies(spec)
+    if targets.f32_on_gpu(options.target, spec.dtype):
+        return all(s == 1 for s in spec.stride) and not _weight_as_is_applies(spec, options=options)
     one_tap = all(k == 1 for k in spec.kernel)
     wide = all(s == 1 for s in spec.stride) and spec.in_channels >= 128
-    return (one_tap or wide) and targets.current() == "cpu"
+    return (one_tap or wide) and options.target == "cpu"
 
 
 F32_WEIGHT_AS_IS_MIN_CHANNELS = 128
 
 
-def _weight_as_is_applies(spec: ConvBackwardSpec) -> bool:
+def _weight_as_is_applies(spec: ConvBackwardSpec, *, options: LoweringOptions) -> bool:
     """f32 on GPU targets, ungrouped, a kernel larger than 1x1 with 128+
     grad_input channels: the direct form reads the flipped weight as it
     is, [f, c, k] with f the reduction, instead of transposed to [c, f, k].
@@ -58,10 +59,11 @@ def _weight_as_is_applies(spec: ConvBackwardSpec) -> bool:
     128+ channels, slower on c64 and 1x1 ones (docs/performance.md, "f32
     on GPUs")."""
     wide = any(k > 1 for k in spec.kernel) and spec.in_channels >= F32_WEIGHT_AS_IS_MIN_CHANNELS
-    return spec.groups == 1 and targets.f32_on_gpu(spec.dtype) and wide
+    return spec.groups == 1 and targets.f32_on_gpu(options.target, spec.dtype) and wide
 
 
-def grad_input_direct(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
+def grad_input_direct(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value,
+                      *, options: LoweringOptions) -> ir.Value:
     """dx[n,g,c,i] = sum_{f,k} buf[n,g,f,i + d*k] * w[g,f,c,K-1-k], in the
     form of a named convolution (`contraction_forms.conv`)."""
     r, groups = spec.spatial_rank, spec.groups
@@ -83,17 +85,17 @@ def grad_input_direct(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
         buf = lb.insert_strided(used, zero_buf, [0, 0, *(p.offset for p in places)], [1, 1, *spec.stride])
     w = lb.flip(weight, range(2, 2 + r))
     windowless = geometry.slides_no_window(spec.kernel, spec.input_spatial)
-    if windowless and targets.widens_windowless(spec.dtype, (c_in, f_out)):
+    if windowless and targets.widens_windowless(options.target, spec.dtype, (c_in, f_out)):
         # Such a window folds to a contraction; IREE's f16 code for it did not finish on channels off its MMA tile.
         f32 = lb.element_type(gradients.ACCUMULATOR)
         buf, w = lb.convert(buf, f32), lb.convert(w, f32)
-    if _im2col_matmul_applies(spec):
+    if _im2col_matmul_applies(spec, options=options):
         acc = forms.im2col_matmul(buf, w, spec.dilation, lb.element_type(gradients.ACCUMULATOR))
         return lb.convert(acc, lb.element_type(spec.dtype))
     if groups > 1:
         buf, w = lb.expand_dim(buf, 1, (groups, f_out)), lb.expand_dim(w, 0, (groups, f_out))
     lead = 1 if groups > 1 else 0
-    as_is = _weight_as_is_applies(spec)
+    as_is = _weight_as_is_applies(spec, options=options)
     if not as_is:  # the named convolution's filter: the kernel reversed, channels swapped, [(g,) c, f, *K]
         w = forms.transpose(w, [*range(lead), lead + 1, lead, *range(lead + 2, lead + 2 + r)])
     channels = [groups, c_in] if groups > 1 else [c_in]
@@ -104,10 +106,10 @@ def grad_input_direct(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
     return lb.convert(acc, lb.element_type(spec.dtype))
 
 
-def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
+def rewrite(op: ir.Operation, rewriter: PatternRewriter, *, options: LoweringOptions) -> Optional[str]:
     """Replace the op; return None when rewritten, else the reason it was not."""
     spec, why_not = replacement.check_convolution_backward(op)
     if spec is None:
         return why_not
-    replacement.replace_convolution_backward(op, rewriter, spec, grad_input_direct)
+    replacement.replace_convolution_backward(op, rewriter, spec, grad_input_direct, options=options)
     return None

@@ -38,22 +38,22 @@ from torch_mlir import ir
 from torch_mlir.dialects import func, tensor
 from torch_mlir.rewrite import PatternRewriter
 
-from iree_bwdconv import extern_kernels, gradients, replacement, targets
+from iree_bwdconv import extern_kernels, gradients, replacement
 from iree_bwdconv.kernels import catalog
+from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.spec import ConvBackwardSpec
 
-from . import convolution_backward_phases
 
 ROOT = "torch.aten.convolution_backward"
 BENEFIT = 3  # before the phases pattern, which lowers the same op otherwise
 
 
-def why_not(spec: ConvBackwardSpec) -> Optional[str]:
+def why_not(spec: ConvBackwardSpec, *, options: LoweringOptions) -> Optional[str]:
     """None where the kernel computes this grad_input, else why not."""
-    if targets.current() != "cuda":
-        return f"the kernel is CUDA PTX; the target is {targets.current()}"
-    if convolution_backward_phases.forced_form() != "auto":
-        return f"{convolution_backward_phases.FORM_VARIABLE} forces a linalg form"
+    if options.target != "cuda":
+        return f"the kernel is CUDA PTX; the target is {options.target}"
+    if options.grad_input_form != "auto":
+        return f"grad_input_form={options.grad_input_form!r} forces a linalg form"
     if spec.transposed:
         return "transposed=True: grad_input is a strided convolution without zeros"
     if not spec.output_mask[0]:
@@ -76,18 +76,19 @@ def why_not(spec: ConvBackwardSpec) -> Optional[str]:
     return None
 
 
-def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
+def rewrite(op: ir.Operation, rewriter: PatternRewriter, *, options: LoweringOptions) -> Optional[str]:
     """Replace the op; return None when rewritten, else the reason it was not."""
     spec, reason = replacement.check_convolution_backward(op)
     if spec is None:
         return reason
-    reason = why_not(spec)
+    reason = why_not(spec, options=options)
     if reason:
         return reason
     module = op
     while module.name != "builtin.module":
         module = module.parent
-    replacement.replace_convolution_backward(op, rewriter, spec, lambda s, dy, w: _call(module, s, dy, w))
+    replacement.replace_convolution_backward(op, rewriter, spec, lambda s, dy, w, *, options: _call(module, s, dy, w),
+                                             options=options)
     return None
 
 

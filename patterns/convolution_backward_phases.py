@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 from typing import Optional
 
 from torch_mlir import ir
@@ -43,7 +42,7 @@ from iree_bwdconv import col2im, geometry, gradients, replacement, tap_tables, t
 from iree_bwdconv import contraction_forms as forms
 from iree_bwdconv import linalg_builders as lb
 from iree_bwdconv.linalg_builders import PARALLEL, REDUCTION
-from iree_bwdconv.errors import InvalidArgumentError
+from iree_bwdconv.options import GRAD_INPUT_FORM_VARIABLE, GRAD_INPUT_FORMS, LoweringOptions
 from iree_bwdconv.spec import ConvBackwardSpec
 
 ROOT = "torch.aten.convolution_backward"
@@ -56,7 +55,7 @@ BENEFIT = 2  # preferred over the direct form wherever it applies
 
 def _phase_contraction(
     spec: ConvBackwardSpec, window: ir.Value, weight: ir.Value, phases: tuple[geometry.Phase, ...], rows: list[int],
-    table: Optional[ir.Value] = None,
+    table: Optional[ir.Value] = None, *, options: LoweringOptions
 ) -> ir.Value:
     """dx_r[n,g,c,q] = sum_{f,j} window[n,g,f,q + D*j] * T_r[g,c,f,j] in f32
     for `rows` rows, where `window` is the part of dy the phase reads for
@@ -80,7 +79,7 @@ def _phase_contraction(
         if ir.RankedTensorType(table.type).rank == 2:
             return forms.weight_first_gemm(table, window, init)
         return forms.conv(window, table, init, [1] * r, [ph.tap_dilation for ph in phases])
-    if targets.current() != "cpu" and groups == 1 and all(ph.taps == 1 for ph in phases):
+    if options.target != "cpu" and groups == 1 and all(ph.taps == 1 for ph in phases):
         return forms.weight_first_gemm(tap_tables.one_tap(weight, [ph.first_tap for ph in phases]), window, init)
     taps = weight
     if any(k > 1 for k in spec.kernel):
@@ -118,7 +117,7 @@ def _phase_windows(
     return windows
 
 
-def _one_matmul_applies(spec: ConvBackwardSpec) -> bool:
+def _one_matmul_applies(spec: ConvBackwardSpec, *, options: LoweringOptions) -> bool:
     """An ungrouped 1x1 kernel (its one phase) on the CPU, and in f32 on GPU
     targets: one row-major matmul (`contraction_forms.im2col_matmul`)
     whose result is woven into the grid. In f32 on the H100 it ran 3.3x-18x
@@ -127,10 +126,10 @@ def _one_matmul_applies(spec: ConvBackwardSpec) -> bool:
     single live phase of several taps (gcd(s, d) > 1): its taps are the
     phase's own, not the weight's."""
     one_tap = all(k == 1 for k in spec.kernel) and spec.groups == 1
-    return one_tap and (targets.current() == "cpu" or targets.f32_on_gpu(spec.dtype))
+    return one_tap and (options.target == "cpu" or targets.f32_on_gpu(options.target, spec.dtype))
 
 
-def _weight_first_applies(spec: ConvBackwardSpec) -> bool:
+def _weight_first_applies(spec: ConvBackwardSpec, *, options: LoweringOptions) -> bool:
     """An ungrouped 1x1 kernel on a GPU target: its one phase is
     `contraction_forms.weight_first_gemm`, the operand order IREE 3.13's
     CUDA code computes right in f16 (the convolution-shaped contraction it
@@ -140,7 +139,7 @@ def _weight_first_applies(spec: ConvBackwardSpec) -> bool:
     convolution, its positions' loops first (`contraction_forms.conv`),
     in f32 where a group's channels are off IREE's MMA tile
     (`computes_in_f32`)."""
-    return all(k == 1 for k in spec.kernel) and spec.groups == 1 and targets.current() != "cpu"
+    return all(k == 1 for k in spec.kernel) and spec.groups == 1 and options.target != "cpu"
 
 
 def _weight_first_part(spec: ConvBackwardSpec, window: ir.Value, weight: ir.Value, rows: list[int]) -> ir.Value:
@@ -160,7 +159,7 @@ def _weight_first_part(spec: ConvBackwardSpec, window: ir.Value, weight: ir.Valu
     return forms.expand_trailing(part, rows) if flat else part
 
 
-def _woven_axes(spec: ConvBackwardSpec, counts: list[int], elem: ir.Type) -> list[int]:
+def _woven_axes(spec: ConvBackwardSpec, counts: list[int], elem: ir.Type, *, options: LoweringOptions) -> list[int]:
     """The dims of a lone phase's result, contracted on a GPU target from
     operands of type `elem`, that are woven with zeros instead of stepped
     along by its strided insert (dims of more than one row and a stride).
@@ -174,12 +173,12 @@ def _woven_axes(spec: ConvBackwardSpec, counts: list[int], elem: ir.Type) -> lis
     at stride 2 and 3: "LLVM ERROR: Cannot select: f32 = Constant<-1>";
     3-D and a static batch compiled)."""
     half = elem != lb.element_type("f32")
-    if targets.current() == "cpu" or not half:
+    if options.target == "cpu" or not half:
         return []
     strided = [a for a, (s, q) in enumerate(zip(spec.stride, counts)) if s > 1 and q > 1]
     if len(strided) == 1:
         return strided
-    if _weight_first_applies(spec) and targets.current() == "gfx942" and spec.dynamic_batch:
+    if _weight_first_applies(spec, options=options) and options.target == "gfx942" and spec.dynamic_batch:
         return strided
     return []
 
@@ -201,13 +200,14 @@ def _woven_along(part: ir.Value, axes: list[int], strides: list[int], rooms: lis
     return lb.extract(grid, [0] * len(sizes), sizes)
 
 
-def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
+def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value,
+                      *, options: LoweringOptions) -> ir.Value:
     """Every live phase over the whole position grid, woven into it by one
     elementwise op; a single live phase is inserted with stride into a zero
     grad_input instead."""
     r, groups = spec.spatial_rank, spec.groups
     f_out = spec.out_channels_per_group
-    live, rows = _live_phases(spec)
+    live, rows = _live_phases(spec, options=options)
     if not live:
         return gradients.zeros_like_input(spec, grad_output)
     dy = lb.expand_dim(grad_output, 1, (groups, f_out)) if groups > 1 else grad_output
@@ -215,11 +215,11 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
     lead = ir.RankedTensorType(dy.type).rank - r
     dtype = lb.element_type(spec.dtype)
     batch = lb.sizes_of(grad_output)[0]
-    if _one_matmul_applies(spec):
+    if _one_matmul_applies(spec, options=options):
         (phases,) = live
         window = lb.window(grad_output, [ph.position_window(n) for ph, n in zip(phases, rows)])
         part = forms.im2col_matmul(window, weight, [1] * r, lb.element_type(gradients.ACCUMULATOR))
-        return _weave(spec, {_position_residues(phases): part}, batch, "per-phase")
+        return _weave(spec, {_position_residues(phases): part}, batch, "per-phase", options=options)
     if len(live) == 1:
         # One live phase (a 1x1 kernel): its own rows alone go into a zero
         # grad_input with stride s. On the H100 this ran 1.85 ms against the
@@ -228,16 +228,16 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
         (phases,) = live
         counts = [ph.count for ph in phases]
         window = lb.window(dy, [ph.grid_window(ph.count, ph.first_q) for ph in phases])
-        if _weight_first_applies(spec):
+        if _weight_first_applies(spec, options=options):
             part = _weight_first_part(spec, window, w, counts)
         else:
-            part = _phase_contraction(spec, window, w, phases, counts)
+            part = _phase_contraction(spec, window, w, phases, counts, options=options)
         dx = lb.zeros(lb.sizes_of(part)[:lead] + list(spec.input_spatial), dtype)
         offsets = [ph.first_q * s + ph.residue - p for ph, s, p in zip(phases, spec.stride, spec.padding)]
         # A dim of one row takes no step: IREE's CUDA code also failed on a
         # strided insert of one row fused into the f16 GEMM (1-D, size 5, stride 3 or 4).
         strides = [1 if q == 1 else s for s, q in zip(spec.stride, counts)]
-        axes = _woven_axes(spec, counts, ir.RankedTensorType(window.type).element_type)
+        axes = _woven_axes(spec, counts, ir.RankedTensorType(window.type).element_type, options=options)
         if axes:
             rooms = [i - o for i, o in zip(spec.input_spatial, offsets)]
             part = _woven_along(part, axes, strides, rooms, dtype)
@@ -245,21 +245,21 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
         dx = lb.insert_strided(lb.convert(part, dtype), dx, [0] * lead + offsets, [1] * lead + strides)
         return lb.collapse_dims(dx, 1) if groups > 1 else dx
     windows = _phase_windows(spec, dy, live, rows)
-    one_table = (targets.current() != "cpu" and max(spec.kernel) < GPU_PER_PHASE_KERNEL
+    one_table = (options.target != "cpu" and max(spec.kernel) < GPU_PER_PHASE_KERNEL
                  and tap_tables.decodes_by_shifts(spec, live))
     tables = tap_tables.all_tap_tables(spec, w, live) if one_table else [None] * len(live)
     parts = {}
     for phases, window, table in zip(live, windows, tables):
         taps = w
-        if _widened_phase(spec, phases):
+        if _widened_phase(spec, phases, options=options):
             f32 = lb.element_type("f32")
             window, taps = lb.convert(window, f32), lb.convert(w, f32)
             table = None if table is None else lb.convert(table, f32)
-        parts[_position_residues(phases)] = _phase_contraction(spec, window, taps, phases, rows, table)
-    return _weave(spec, parts, batch, "per-phase")
+        parts[_position_residues(phases)] = _phase_contraction(spec, window, taps, phases, rows, table, options=options)
+    return _weave(spec, parts, batch, "per-phase", options=options)
 
 
-def _widened_phase(spec: ConvBackwardSpec, phases: tuple[geometry.Phase, ...]) -> bool:
+def _widened_phase(spec: ConvBackwardSpec, phases: tuple[geometry.Phase, ...], *, options: LoweringOptions) -> bool:
     """Whether a phase of a grouped f16/bf16 per-phase form runs in f32 on
     GPU targets: a phase of one tap, a convolution whose window slides
     along no dim, where `targets.widens_windowless` says (channels a group
@@ -267,7 +267,7 @@ def _widened_phase(spec: ConvBackwardSpec, phases: tuple[geometry.Phase, ...]) -
     the dtype, accumulating in f32 as the direct form does."""
     one_tap = all(ph.taps == 1 for ph in phases)
     channels = (spec.in_channels_per_group, spec.out_channels_per_group)
-    return one_tap and spec.groups > 1 and targets.widens_windowless(spec.dtype, channels)
+    return one_tap and spec.groups > 1 and targets.widens_windowless(options.target, spec.dtype, channels)
 
 
 def _position_residues(phases: tuple[geometry.Phase, ...]) -> tuple[int, ...]:
@@ -275,7 +275,8 @@ def _position_residues(phases: tuple[geometry.Phase, ...]) -> tuple[int, ...]:
     return tuple(ph.position_residue for ph in phases)
 
 
-def _live_phases(spec: ConvBackwardSpec) -> tuple[list[tuple[geometry.Phase, ...]], list[int]]:
+def _live_phases(spec: ConvBackwardSpec,
+                 *, options: LoweringOptions) -> tuple[list[tuple[geometry.Phase, ...]], list[int]]:
     """The phase combinations that read dy (the others' positions are
     zeros), and the rows of the position grid per dim."""
     per_dim = [geometry.grad_input_phases(*dim) for dim in spec.per_dim()]
@@ -285,17 +286,19 @@ def _live_phases(spec: ConvBackwardSpec) -> tuple[list[tuple[geometry.Phase, ...
     return live, rows
 
 
-def grad_input_col2im(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
+def grad_input_col2im(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value,
+                      *, options: LoweringOptions) -> ir.Value:
     """Every live phase summed from one taps-first matmul (`col2im`), woven
     into the grid as per-phase convolutions are."""
-    live, rows = _live_phases(spec)
+    live, rows = _live_phases(spec, options=options)
     if not live:
         return gradients.zeros_like_input(spec, grad_output)
-    parts = col2im.phase_sums(spec, grad_output, weight, live, rows)
-    return _weave(spec, parts, lb.sizes_of(grad_output)[0], "col2im")
+    parts = col2im.phase_sums(spec, grad_output, weight, live, rows, options=options)
+    return _weave(spec, parts, lb.sizes_of(grad_output)[0], "col2im", options=options)
 
 
-def _weave(spec: ConvBackwardSpec, parts: dict[tuple[int, ...], ir.Value], batch: lb.Size, form: str) -> ir.Value:
+def _weave(spec: ConvBackwardSpec, parts: dict[tuple[int, ...], ir.Value], batch: lb.Size, form: str,
+           *, options: LoweringOptions) -> ir.Value:
     """The phases, keyed by position residue, woven into grad_input: on GPU
     targets as `GPU_WEAVE` says for `form`, else into the position grid,
     collapsed to positions q*s + rho and cut to grad_input's size (nothing
@@ -305,7 +308,7 @@ def _weave(spec: ConvBackwardSpec, parts: dict[tuple[int, ...], ir.Value], batch
     grid, into which IREE fuses col2im's sums of taps (the gather left them
     a dispatch per phase: 1.4x slower on the narrow layers)."""
     r = spec.spatial_rank
-    if targets.current() != "cpu" and GPU_WEAVE[form] == "gather":
+    if options.target != "cpu" and GPU_WEAVE[form] == "gather":
         dx = forms.interleave_by_gather(parts, spec.stride, spec.input_spatial, lb.element_type(spec.dtype))
         return lb.collapse_dims(dx, 1) if ir.RankedTensorType(dx.type).rank == 3 + r else dx
     grid = forms.interleave(parts, spec.stride, lb.element_type(spec.dtype))
@@ -317,7 +320,8 @@ def _weave(spec: ConvBackwardSpec, parts: dict[tuple[int, ...], ir.Value], batch
     return lb.extract(grid, [0] * (2 + r), [batch, spec.in_channels, *spec.input_spatial])
 
 
-def grad_input_subpixel(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
+def grad_input_subpixel(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value,
+                        *, options: LoweringOptions) -> ir.Value:
     """All phases in one contraction whose output is laid out [.., q, r, ..]
     per dim, so that a reshape interleaves the phases (depth-to-space)."""
     r, groups = spec.spatial_rank, spec.groups
@@ -350,7 +354,7 @@ def grad_input_subpixel(spec: ConvBackwardSpec, grad_output: ir.Value, weight: i
     return lb.extract(grid, [0, 0, *spec.padding], [batch, spec.in_channels, *spec.input_spatial])
 
 
-FORMS = ("auto", "per-phase", "sub-pixel", "col2im", "direct")
+FORMS = GRAD_INPUT_FORMS
 # GPU targets: col2im, not per-phase, for ungrouped kernels with at most
 # this many input channels (`choose_form`).
 NARROW_CHANNELS = 4
@@ -358,22 +362,11 @@ NARROW_CHANNELS = 4
 # kernels narrower than this in every dim whose table decodes by shifts
 # (`tap_tables.decodes_by_shifts`), a table per phase otherwise.
 GPU_PER_PHASE_KERNEL = 5
-FORM_VARIABLE = "IREE_BWDCONV_GRAD_INPUT_FORM"
+FORM_VARIABLE = GRAD_INPUT_FORM_VARIABLE
 
 
-def forced_form() -> str:
-    """The form the environment forces ("auto" where it does not): part of
-    every compiled-module cache key, so read for every module, whatever its
-    layers; a value not in FORMS is refused there, not only by the layers
-    that ask."""
-    forced = os.environ.get(FORM_VARIABLE, "auto")
-    if forced not in FORMS:
-        raise InvalidArgumentError(FORM_VARIABLE, forced, f"expected one of {', '.join(FORMS)}")
-    return forced
-
-
-def choose_form(spec: ConvBackwardSpec) -> str:
-    """The grad_input form, unless `$IREE_BWDCONV_GRAD_INPUT_FORM` forces one
+def choose_form(spec: ConvBackwardSpec, *, options: LoweringOptions) -> str:
+    """The grad_input form, unless `options.grad_input_form` forces one
     (for measuring); docs/performance.md ("The form rule") has the
     measurements behind each branch.
 
@@ -406,7 +399,7 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     (`_one_matmul_applies`); larger ungrouped kernels take col2im, 1.4x-10x
     faster than per-phase on the four layers with more than 4 channels
     (i2v: 2.9 ms against 28.5).
-    In the plain forms (`targets.plain_forms`, the second try of a compile
+    In the plain forms (`options.plain_forms`, the second try of a compile
     that failed) kernels wider than 1x1 take the direct form, which
     compiled where per-phase did not.
     The sub-pixel form ran 1.3x to 16x slower than per-phase on 6 of 7
@@ -420,21 +413,21 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     (2x1 taps: 3 GMAC/s) is slower than either. A 1x1 kernel: per-phase,
     one GEMM on grad_output.
     """
-    forced = forced_form()
+    forced = options.grad_input_form
     aligned = all(d // math.gcd(d, s) == 1 for s, d in zip(spec.stride, spec.dilation))
     if forced == "sub-pixel":
         return "sub-pixel" if aligned else "per-phase"
     if forced != "auto":
         return forced
     one_tap = all(k == 1 for k in spec.kernel)
-    if targets.current() != "cpu":
+    if options.target != "cpu":
         if one_tap:
             return "per-phase"
-        if targets.plain_forms():
+        if options.plain_forms:
             return "direct"
         if spec.groups > 1:
             return "per-phase"
-        if targets.f32_on_gpu(spec.dtype):
+        if targets.f32_on_gpu(options.target, spec.dtype):
             return "col2im"
         return "per-phase" if spec.in_channels > NARROW_CHANNELS else "col2im"
     if one_tap:
@@ -442,30 +435,30 @@ def choose_form(spec: ConvBackwardSpec) -> str:
     return "col2im" if spec.groups == 1 else "direct"
 
 
-def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
+def rewrite(op: ir.Operation, rewriter: PatternRewriter, *, options: LoweringOptions) -> Optional[str]:
     """Replace the op; return None when rewritten, else the reason it was not."""
     spec, why_not = replacement.check_convolution_backward(op)
     if spec is None:
         return why_not
     if spec.transposed:
         return "transposed=True: grad_input is already a strided convolution without zeros"
-    if all(s == 1 for s in spec.stride) and not targets.one_tap_half_on_gpu(spec.dtype, spec.kernel):
+    if all(s == 1 for s in spec.stride) and not targets.one_tap_half_on_gpu(options.target, spec.dtype, spec.kernel):
         return "stride 1 in every dim: there are no inserted zeros to avoid"
     if not spec.output_mask[0]:
         return "grad_input is not asked for"
-    form = choose_form(spec)
+    form = choose_form(spec, options=options)
     if form == "direct":
         return ("the direct form is chosen for this kernel on this target (choose_form): "
                 "the convolution_backward pattern lowers it")
     builders = {"sub-pixel": grad_input_subpixel, "col2im": grad_input_col2im, "per-phase": grad_input_phases}
     build = builders[form]
-    if computes_in_f32(spec, form):
+    if computes_in_f32(spec, form, options=options):
         build = _in_f32(build)
-    replacement.replace_convolution_backward(op, rewriter, spec, build)
+    replacement.replace_convolution_backward(op, rewriter, spec, build, options=options)
     return None
 
 
-def computes_in_f32(spec: ConvBackwardSpec, form: str) -> bool:
+def computes_in_f32(spec: ConvBackwardSpec, form: str, *, options: LoweringOptions) -> bool:
     """Whether the form's f16/bf16 contractions run in f32 instead.
 
     On the H100, IREE 3.13's CUDA code computed the per-phase form wrongly
@@ -491,13 +484,15 @@ def computes_in_f32(spec: ConvBackwardSpec, form: str) -> bool:
     The sub-pixel form was not checked and widens. gfx942's code comes
     from the same IREE pipeline, so it is treated alike. col2im and the
     direct form were right in f16 on every layer checked and keep it."""
-    live = _live_phases(spec)[0]
-    grouped_one_tap = form == "per-phase" and spec.groups > 1 and len(live) == 1 and _widened_phase(spec, live[0])
-    narrow = form == "per-phase" and _narrow_groups_on_gfx942(spec)
-    return targets.half_precision_on_gpu(spec.dtype) and (form == "sub-pixel" or grouped_one_tap or narrow)
+    live = _live_phases(spec, options=options)[0]
+    grouped_one_tap = (form == "per-phase" and spec.groups > 1 and len(live) == 1
+                       and _widened_phase(spec, live[0], options=options))
+    narrow = form == "per-phase" and _narrow_groups_on_gfx942(spec, options=options)
+    return (targets.half_precision_on_gpu(options.target, spec.dtype)
+            and (form == "sub-pixel" or grouped_one_tap or narrow))
 
 
-def _narrow_groups_on_gfx942(spec: ConvBackwardSpec) -> bool:
+def _narrow_groups_on_gfx942(spec: ConvBackwardSpec, *, options: LoweringOptions) -> bool:
     """Grouped layers with fewer than 16 input channels a group and 32 or
     more output channels a group, whose f16/bf16 phase convolutions IREE
     3.13 did not compile for gfx942 (8 and 32 a group, 3x3 and 5x5 kernels,
@@ -507,15 +502,16 @@ def _narrow_groups_on_gfx942(spec: ConvBackwardSpec) -> bool:
     them, did not help: docs/performance.md, "Random layers compiled for
     GPUs"). CUDA compiled all of them."""
     c_group, f_group = spec.in_channels_per_group, spec.out_channels_per_group
-    return targets.current() == "gfx942" and spec.groups > 1 and c_group < 16 and f_group >= 32
+    return options.target == "gfx942" and spec.groups > 1 and c_group < 16 and f_group >= 32
 
 
 def _in_f32(build: replacement.GradInputBuilder) -> replacement.GradInputBuilder:
     """`build` on grad_output and weight widened to f32. The forms round to
     the spec's dtype where they write grad_input (the weave, or the phase
     inserted with stride), so grad_input is never held in f32."""
-    def build_in_f32(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
+    def build_in_f32(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value, *,
+                     options: LoweringOptions) -> ir.Value:
         f32 = lb.element_type("f32")
-        return build(spec, lb.convert(grad_output, f32), lb.convert(weight, f32))
+        return build(spec, lb.convert(grad_output, f32), lb.convert(weight, f32), options=options)
 
     return build_in_f32

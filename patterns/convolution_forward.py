@@ -41,6 +41,7 @@ from iree_bwdconv import contraction_forms as forms
 from iree_bwdconv import gradients, group_split, targets, torch_ir
 from iree_bwdconv import linalg_builders as lb
 from iree_bwdconv.linalg_builders import PARALLEL
+from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.spec import SUPPORTED_DTYPES
 
 ROOT = "torch.aten.convolution"
@@ -91,7 +92,7 @@ def _one_group(x: ir.Value, w: ir.Value, out_spatial: Sequence[int],
     return forms.conv(x, w, init, strides, dilations)
 
 
-def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
+def rewrite(op: ir.Operation, rewriter: PatternRewriter, *, options: LoweringOptions) -> Optional[str]:
     """Replace the op; return None when rewritten, else the reason it was not."""
     input_, weight, bias, stride, padding, dilation, transposed, _, groups = op.operands
     try:
@@ -106,14 +107,14 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
         dilations = torch_ir.constant_list(dilation, "dilation", torch_ir.constant_int)
     except torch_ir.PatternMismatch as err:
         return str(err)
-    windowless = targets.windowless_half_on_gpu(dtype, kernel, out_spatial)
-    gpu_forms = windowless or targets.one_tap_strided_f32_on_gpu(dtype, kernel, strides, groups_)
+    windowless = targets.windowless_half_on_gpu(options.target, dtype, kernel, out_spatial)
+    gpu_forms = windowless or targets.one_tap_strided_f32_on_gpu(options.target, dtype, kernel, strides, groups_)
     unlowered = torch_mlir_lowers_none(groups_, c, len(spatial))
-    if targets.current() != "cpu" and not (gpu_forms or unlowered):
-        return (f"target {targets.current()}: torch-mlir's lowering keeps it (all but f16/bf16 1x1 kernels "
+    if options.target != "cpu" and not (gpu_forms or unlowered):
+        return (f"target {options.target}: torch-mlir's lowering keeps it (all but f16/bf16 1x1 kernels "
                 "or windows that slide along no dim, and ungrouped strided 1x1 kernels in f32)")
-    on_gpu = targets.current() != "cpu"
-    if groups_ > 1 and not (on_gpu or unlowered or group_split.applies(groups_, c)):
+    on_gpu = options.target != "cpu"
+    if groups_ > 1 and not (on_gpu or unlowered or group_split.applies(groups_, c, options=options)):
         return (f"groups={groups_} with {c} input channels: depthwise, which IREE recognizes; split only "
                 f"with at least {group_split.MIN_CHANNELS_PER_GROUP} channels per group")
     if dtype not in SUPPORTED_DTYPES:
@@ -136,7 +137,7 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter) -> Optional[str]:
                                      lb.element_type(gradients.ACCUMULATOR))
         elif on_gpu and groups_ > 1:
             out = forms.windowless_grouped_conv(x, w, groups_, out_spatial, strides, dilations, dtype,
-                                                lb.element_type(gradients.ACCUMULATOR))
+                                                lb.element_type(gradients.ACCUMULATOR), options=options)
         else:
             parts = [_one_group(group_split.channel_slice(x, 1, g, c_g), group_split.channel_slice(w, 0, g, f_g),
                                 out_spatial, strides, dilations, gather)

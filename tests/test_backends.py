@@ -10,6 +10,7 @@ import iree_bwdconv
 import iree_bwdconv.patterns as patterns
 from iree_bwdconv import lowering
 from iree_bwdconv.errors import LoweringError
+from iree_bwdconv.options import LoweringOptions
 
 
 class ConvBackward2D(torch.nn.Module):
@@ -39,9 +40,9 @@ def test_linalg_backend_uses_our_pattern(monkeypatch):
     calls = []
     original = patterns.convolution_backward.rewrite
 
-    def spy(op, rewriter):
+    def spy(op, rewriter, *, options):
         calls.append(op.name)
-        return original(op, rewriter)
+        return original(op, rewriter, options=options)
 
     monkeypatch.setattr(patterns, "REGISTRY", (patterns.Pattern("spy", patterns.convolution_backward.ROOT, spy),))
     text = iree_bwdconv.lower(ConvBackward2D(), *plain_2d())
@@ -63,7 +64,7 @@ def test_declined_op_reports_why():
     lowering.to_torch_backend(raw, "linalg")
     module = lowering.parse_torch_mlir(str(raw).replace("f32", "f64"))
     with pytest.raises(LoweringError, match=r"grad_output\.dtype='f64': supported dtypes are f32, f16, bf16"):
-        lowering.rewrite_convolution_backward(module)
+        lowering.rewrite_convolution_backward(module, LoweringOptions())
 
 
 def test_transposed_lowers_on_linalg():

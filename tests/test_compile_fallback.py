@@ -13,8 +13,9 @@ import torch
 import iree_bwdconv.patterns.convolution_backward_phases as phases_pattern
 from benchmarks import gpu_compile_sweep
 from e2e_tests.harness import EXECUTABLE_FORMATS
-from iree_bwdconv import compile_fallback, functional, gradients, pipeline, reference, runtime, targets
+from iree_bwdconv import compile_fallback, functional, gradients, pipeline, reference, runtime
 from iree_bwdconv.errors import PipelineError, PlainFormsWarning, WrongCodeError
+from iree_bwdconv.options import LoweringOptions
 
 from specs import spec_nd
 
@@ -27,16 +28,17 @@ def _grouped_3x3_s2(dtype=torch.float16):
 def test_plain_forms_take_the_direct_grad_input_and_one_sum(target):
     configuration = _grouped_3x3_s2()
     one_by_one = spec_nd(8, 64, 64, (28, 28), (1, 1), (2, 2), (0, 0), groups=4)
-    with targets.lowering_for(target):
-        assert phases_pattern.choose_form(configuration) == "per-phase"
-        assert gradients.image_split(configuration) > 1
-        with targets.lowering_plain_forms():
-            assert phases_pattern.choose_form(configuration) == "direct"
-            assert gradients.image_split(configuration) == gradients.im2col_split(configuration) == 1
-            assert phases_pattern.choose_form(one_by_one) == "per-phase"  # IREE's f16 1x1 convolution was wrong
+    usual = LoweringOptions(target=target)
+    assert phases_pattern.choose_form(configuration, options=usual) == "per-phase"
+    assert gradients.image_split(configuration, options=usual) > 1
+    plain = usual.in_plain_forms()
+    assert phases_pattern.choose_form(configuration, options=plain) == "direct"
+    assert gradients.image_split(configuration, options=plain) == 1
+    assert gradients.im2col_split(configuration, options=plain) == 1
+    assert phases_pattern.choose_form(one_by_one, options=plain) == "per-phase"  # IREE's f16 1x1 convolution was wrong
     ungrouped = spec_nd(8, 64, 64, (28, 28), (3, 3), (2, 2), (1, 1))
-    with targets.lowering_for("cpu"), targets.lowering_plain_forms():
-        assert phases_pattern.choose_form(ungrouped) == "col2im"  # the CPU's rule, unchanged
+    cpu_plain = LoweringOptions(target="cpu", plain_forms=True)
+    assert phases_pattern.choose_form(ungrouped, options=cpu_plain) == "col2im"  # the CPU's rule, unchanged
 
 
 class _Compiler:
@@ -64,15 +66,15 @@ class _WrongCodeCompiler(_Compiler):
             raise WrongCodeError(error.stage, "N before M", error.repro_path, error.command) from None
 
 
-def _lower() -> str:
-    return "plain" if targets.plain_forms() else "usual"
+def _lower(options: LoweringOptions) -> str:
+    return "plain" if options.plain_forms else "usual"
 
 
 def test_a_failed_gpu_compile_is_tried_again_in_the_plain_forms(monkeypatch):
     compiler = _Compiler({1})
     monkeypatch.setattr(pipeline, "iree_compile", compiler)
     with pytest.warns(PlainFormsWarning, match="/repro/1.mlir"):
-        assert compile_fallback.compile_lowering(_lower, "gfx942") == b"plain"
+        assert compile_fallback.compile_lowering(_lower, LoweringOptions(target="gfx942")) == b"plain"
     assert compiler.inputs == ["usual", "plain"]
 
 
@@ -80,21 +82,21 @@ def test_usual_forms_refused_as_wrong_code_are_tried_again_in_the_plain_forms(mo
     compiler = _WrongCodeCompiler({1})
     monkeypatch.setattr(pipeline, "iree_compile", compiler)
     with pytest.warns(PlainFormsWarning, match="would compute the lowering's usual forms wrongly"):
-        assert compile_fallback.compile_lowering(_lower, "cuda") == b"plain"
+        assert compile_fallback.compile_lowering(_lower, LoweringOptions(target="cuda")) == b"plain"
     compiler = _WrongCodeCompiler({1, 2})
     monkeypatch.setattr(pipeline, "iree_compile", compiler)
     with pytest.raises(WrongCodeError, match="/repro/1.mlir"):
-        compile_fallback.compile_lowering(_lower, "cuda")
+        compile_fallback.compile_lowering(_lower, LoweringOptions(target="cuda"))
 
 
 def test_no_second_try_where_the_first_compiles_or_the_target_is_the_cpu(monkeypatch):
     compiler = _Compiler(set())
     monkeypatch.setattr(pipeline, "iree_compile", compiler)
-    assert compile_fallback.compile_lowering(_lower, "cuda") == b"usual"
+    assert compile_fallback.compile_lowering(_lower, LoweringOptions(target="cuda")) == b"usual"
     compiler = _Compiler({1})
     monkeypatch.setattr(pipeline, "iree_compile", compiler)
     with pytest.raises(PipelineError, match="/repro/1.mlir"):
-        compile_fallback.compile_lowering(_lower, "cpu")
+        compile_fallback.compile_lowering(_lower, LoweringOptions(target="cpu"))
     assert compiler.inputs == ["usual"]
 
 
@@ -102,12 +104,12 @@ def test_the_first_failure_is_raised_where_the_plain_forms_fail_or_are_the_same(
     compiler = _Compiler({1, 2})
     monkeypatch.setattr(pipeline, "iree_compile", compiler)
     with pytest.raises(PipelineError, match="/repro/1.mlir") as raised:
-        compile_fallback.compile_lowering(_lower, "cuda")
+        compile_fallback.compile_lowering(_lower, LoweringOptions(target="cuda"))
     assert "/repro/2.mlir" in str(raised.value.__cause__)
     compiler = _Compiler({1})
     monkeypatch.setattr(pipeline, "iree_compile", compiler)
     with pytest.raises(PipelineError, match="/repro/1.mlir"):
-        compile_fallback.compile_lowering(lambda: "usual", "cuda")
+        compile_fallback.compile_lowering(lambda options: "usual", LoweringOptions(target="cuda"))
     assert compiler.inputs == ["usual"]
 
 
@@ -150,9 +152,9 @@ def test_the_plain_direct_form_widens_a_window_that_slides_along_no_dim():
     w = torch.randn(6, 2, 2, 1, 1, generator=generator).half()
     arguments = (None, [3, 1, 3], [1, 2, 2], [1, 1, 2], False, [0, 0, 0], 3, [True, True, False])
     configuration = functional.spec_of(dy, x, w, *arguments)
-    with targets.lowering_for("cuda"), targets.lowering_plain_forms():
-        assert phases_pattern.choose_form(configuration) == "direct"
-        mlir = functional.lowered(configuration, target="cuda")
+    plain = LoweringOptions(target="cuda", plain_forms=True)
+    assert phases_pattern.choose_form(configuration, options=plain) == "direct"
+    mlir = functional.lowered(configuration, target=plain)
     assert pipeline.iree_compile(mlir, "cuda")  # not refused as wrong code
     results = runtime.run(pipeline.iree_compile(mlir, "cpu"), [dy, x, w])
     for comparison in reference.compare([*results, None], dy, x, w, arguments):

@@ -12,6 +12,7 @@ import torch
 import iree_bwdconv.patterns.convolution_backward_kernel as kernel_pattern
 import iree_bwdconv.patterns.convolution_backward_phases as phases
 from iree_bwdconv import functional, geometry, gradients, tap_tables, targets, weight_rows
+from iree_bwdconv.options import LoweringOptions
 
 from benchmarks import gpu_check
 from specs import spec_nd
@@ -51,11 +52,10 @@ def test_form_per_target(channels, out_channels, kernel, stride, padding, groups
         configuration = spec(channels, out_channels, kernel, stride, padding, groups=groups, dtype=dtype)
         with_weight = dataclasses.replace(configuration, output_mask=(True, True, False))
         for target in ("cuda", "gfx942"):
-            with targets.lowering_for(target):
-                assert phases.choose_form(configuration) == want, dtype
-                assert phases.choose_form(with_weight) == want  # training's case takes the same form
-        with targets.lowering_for("cpu"):
-            assert phases.choose_form(configuration) == cpu_form
+            options = LoweringOptions(target=target)
+            assert phases.choose_form(configuration, options=options) == want, dtype
+            assert phases.choose_form(with_weight, options=options) == want  # training's case takes the same form
+        assert phases.choose_form(configuration, options=LoweringOptions(target="cpu")) == cpu_form
 
 
 def _contraction_operand_types(mlir: str) -> set[str]:
@@ -102,15 +102,14 @@ def test_gpu_half_precision_phases_run_in_f32(dtype, kernel, padding, groups, fo
     name = {torch.float16: "f16", torch.bfloat16: "bf16"}[dtype]
     expected = {"half": {name}, "f32": {"f32"}, "both": {name, "f32"}}
     for target in ("cuda", "gfx942", "cpu"):
-        with targets.lowering_for(target):
-            chosen = phases.choose_form(configuration)
-            widened = phases.computes_in_f32(configuration, chosen)
+        options = LoweringOptions(target=target, grad_input_form=form)
+        chosen = phases.choose_form(configuration, options=options)
+        widened = phases.computes_in_f32(configuration, chosen, options=options)
         assert widened == (target != "cpu" and gpu_types == "f32")
         if target == "cpu" and chosen == "direct":
             continue  # the convolution_backward pattern's, in the spec's dtype (test_validation)
         mlir = functional.lowered(configuration, target=target)
-        with targets.lowering_for(target):
-            by_kernel = kernel_pattern.why_not(configuration) is None
+        by_kernel = kernel_pattern.why_not(configuration, options=options) is None
         if by_kernel:  # an ungrouped strided 1x1 kernel for CUDA: no linalg contraction at all
             assert "hal.dispatch.extern" in mlir and not _contraction_operand_types(mlir)
             continue
@@ -190,7 +189,7 @@ def test_gpu_lowering_of_half_precision_phases_is_right_on_the_cpu(kernel, paddi
     from iree_bwdconv import pipeline, reference, runtime
 
     monkeypatch.setenv(phases.FORM_VARIABLE, form)
-    monkeypatch.setattr(kernel_pattern, "why_not", lambda spec: "run on the CPU here")
+    monkeypatch.setattr(kernel_pattern, "why_not", lambda spec, *, options: "run on the CPU here")
     generator = torch.Generator().manual_seed(0)
     out = geometry.conv_output_size(15, kernel, stride, padding, 1)
     dy = torch.randn(2, 32, out, out, generator=generator).half()
@@ -230,12 +229,12 @@ def test_gpu_strided_weight_gradient_forms(kernel, padding, channels, out_channe
         configuration = functional.spec_of(dy, x, w, None, [2, 2], [padding] * 2, [1, 1], False, [0, 0], 1,
                                            [False, True, False])
         half = dtype != torch.float32
-        with targets.lowering_for("cuda"):
-            form = ("rows" if weight_rows.applies(configuration)
-                    else "im2col" if gradients.grad_weight_by_im2col(configuration) else "contraction")
-            assert form == (half_form if half else f32_form), dtype
-            if form == "contraction":
-                assert 32 // gradients.image_split(configuration) >= gradients.HALF_STRIDED_MIN_IMAGES
+        cuda = LoweringOptions(target="cuda")
+        form = ("rows" if weight_rows.applies(configuration, options=cuda)
+                else "im2col" if gradients.grad_weight_by_im2col(configuration, options=cuda) else "contraction")
+        assert form == (half_form if half else f32_form), dtype
+        if form == "contraction":
+            assert 32 // gradients.image_split(configuration, options=cuda) >= gradients.HALF_STRIDED_MIN_IMAGES
 
 
 def test_gpu_f32_weight_gradients_take_im2col():
@@ -247,10 +246,10 @@ def test_gpu_f32_weight_gradients_take_im2col():
         w = torch.zeros(channels, channels, kernel, kernel)
         configuration = functional.spec_of(dy, x, w, None, [stride] * 2, [kernel // 2] * 2, [1, 1], False, [0, 0],
                                            1, [False, True, False])
-        with targets.lowering_for("cuda"):
-            assert gradients.grad_weight_by_im2col(configuration), (kernel, stride, channels)
-        with targets.lowering_for("gfx942"):
-            assert gradients.grad_weight_by_im2col(configuration), (kernel, stride, channels)
+        assert gradients.grad_weight_by_im2col(configuration, options=LoweringOptions(target="cuda")), \
+            (kernel, stride, channels)
+        assert gradients.grad_weight_by_im2col(configuration, options=LoweringOptions(target="gfx942")), \
+            (kernel, stride, channels)
 
 
 @pytest.mark.parametrize("kernel, channels, out_channels, size, wrong", [
@@ -270,12 +269,11 @@ def test_gpu_half_precision_one_wide_weight_gradients_take_im2col_at_stride_1(ke
         configuration = functional.spec_of(dy, x, w, None, [1, 1], padding, [1, 1], False, [0, 0], 1,
                                            [False, True, False])
         half = dtype != torch.float32
-        with targets.lowering_for("cuda"):
-            assert gradients.half_precision_contraction_wrong(configuration) == (wrong and half), dtype
-            if wrong and half:
-                assert gradients.grad_weight_by_im2col(configuration)
-        with targets.lowering_for("cpu"):
-            assert not gradients.half_precision_contraction_wrong(configuration)
+        cuda = LoweringOptions(target="cuda")
+        assert gradients.half_precision_contraction_wrong(configuration, options=cuda) == (wrong and half), dtype
+        if wrong and half:
+            assert gradients.grad_weight_by_im2col(configuration, options=cuda)
+        assert not gradients.half_precision_contraction_wrong(configuration, options=LoweringOptions(target="cpu"))
 
 
 def test_gpu_one_tap_kernels_in_f32_take_the_named_matmul():
@@ -288,9 +286,8 @@ def test_gpu_one_tap_kernels_in_f32_take_the_named_matmul():
     for dtype, taken in ((torch.float32, False), (torch.float16, True), (torch.bfloat16, True)):
         configuration = functional.spec_of(dy.to(dtype), x.to(dtype), w.to(dtype), None, [1, 1], [0, 0], [1, 1],
                                            False, [0, 0], 1, [True, False, False])
-        with targets.lowering_for("cuda"):
-            assert targets.one_tap_half_on_gpu(configuration.dtype, configuration.kernel) == taken, dtype
-            assert (kernel_pattern.why_not(configuration) is None) == taken, dtype
+        assert targets.one_tap_half_on_gpu("cuda", configuration.dtype, configuration.kernel) == taken, dtype
+        assert (kernel_pattern.why_not(configuration, options=LoweringOptions(target="cuda")) is None) == taken, dtype
         mlir = functional.lowered(configuration, target="gfx942" if taken else "cuda")
         contractions = [line for line in mlir.splitlines() if "linalg.generic" in line and "reduction" in line]
         if taken:
@@ -300,8 +297,7 @@ def test_gpu_one_tap_kernels_in_f32_take_the_named_matmul():
             assert not contractions, contractions
             (matmul,) = [line for line in mlir.splitlines() if "linalg.matmul" in line]
             assert "tensor<512x64xf32>, tensor<64x32xf32>" in matmul, matmul
-        with targets.lowering_for("cpu"):
-            assert not targets.one_tap_half_on_gpu(configuration.dtype, configuration.kernel)
+        assert not targets.one_tap_half_on_gpu("cpu", configuration.dtype, configuration.kernel)
 
 
 @pytest.mark.parametrize("dtype, kernel, stride, groups, taken", [
@@ -319,10 +315,8 @@ def test_gpu_transposed_one_tap_f32_takes_the_named_matmul(dtype, kernel, stride
     configuration = functional.spec_of(y, x, w, None, [stride] * 2, [0, 0], [1, 1], True, [0, 0], groups,
                                        [True, False, False])
     rule = (configuration.dtype, configuration.kernel, configuration.stride, configuration.groups)
-    with targets.lowering_for("cuda"):
-        assert targets.one_tap_strided_f32_on_gpu(*rule) == taken
-    with targets.lowering_for("cpu"):
-        assert not targets.one_tap_strided_f32_on_gpu(*rule)
+    assert targets.one_tap_strided_f32_on_gpu("cuda", *rule) == taken
+    assert not targets.one_tap_strided_f32_on_gpu("cpu", *rule)
     matmuls = [line for line in functional.lowered(configuration, target="cuda").splitlines() if "linalg.matmul" in line]
     assert bool(matmuls) == taken, matmuls
 
@@ -376,14 +370,11 @@ def _weight_spec(batch: int, channels: int, out_channels: int, size: int, kernel
 ])
 def test_cpu_grad_weight_im2col_layout(batch, channels, out_channels, size, kernel, stride, padding, columns_first):
     configuration = _weight_spec(batch, channels, out_channels, size, kernel, stride, padding)
-    with targets.lowering_for("cpu"):
-        assert gradients.im2col_columns_first(configuration) == columns_first
-    with targets.lowering_for("cuda"):
-        assert not gradients.im2col_columns_first(configuration)
+    assert gradients.im2col_columns_first(configuration, options=LoweringOptions(target="cpu")) == columns_first
+    assert not gradients.im2col_columns_first(configuration, options=LoweringOptions(target="cuda"))
     dynamic = dataclasses.replace(configuration, input_shape=(None, *configuration.input_shape[1:]),
                                   grad_output_shape=(None, *configuration.grad_output_shape[1:]))
-    with targets.lowering_for("cpu"):
-        assert not gradients.im2col_columns_first(dynamic)
+    assert not gradients.im2col_columns_first(dynamic, options=LoweringOptions(target="cpu"))
 
 
 @pytest.mark.parametrize("channels, groups, kernel, transposed, dtype, form", [
@@ -414,14 +405,14 @@ def test_gpu_grouped_weight_gradient_forms(channels, groups, kernel, transposed,
     dy = torch.zeros(32, channels, out, out, dtype=dtype)
     configuration = functional.spec_of(dy, x, w, None, [2, 2], [kernel // 2] * 2, [1, 1], transposed,
                                        [1, 1] if transposed else [0, 0], groups, [False, True, False])
-    with targets.lowering_for("cuda"):
-        taken = ("im2col" if gradients.grad_weight_by_im2col(configuration)
-                 else "widened" if gradients.grouped_contraction_widened(configuration) else "contraction")
-        assert taken == form
+    cuda = LoweringOptions(target="cuda")
+    taken = ("im2col" if gradients.grad_weight_by_im2col(configuration, options=cuda)
+             else "widened" if gradients.grouped_contraction_widened(configuration, options=cuda) else "contraction")
+    assert taken == form
     for target in ("gfx942", "cpu"):
-        with targets.lowering_for(target):
-            assert gradients.grad_weight_by_im2col(configuration), target
-            assert not gradients.grouped_contraction_applies(configuration), target
+        options = LoweringOptions(target=target)
+        assert gradients.grad_weight_by_im2col(configuration, options=options), target
+        assert not gradients.grouped_contraction_applies(configuration, options=options), target
 
 
 @pytest.mark.parametrize("channels, groups, kernel, stride, dtype, form", [
@@ -446,12 +437,11 @@ def test_gpu_grouped_one_wide_weight_gradient_forms(channels, groups, kernel, st
     im2col."""
     configuration = spec_nd(32, channels, channels, (28, 28), kernel, (stride,) * 2, (0, 0), groups=groups,
                             dtype=dtype, mask=(False, True, False))
-    with targets.lowering_for("cuda"):
-        taken = ("im2col" if gradients.grad_weight_by_im2col(configuration)
-                 else "widened" if gradients.grouped_contraction_widened(configuration) else "contraction")
+    cuda = LoweringOptions(target="cuda")
+    taken = ("im2col" if gradients.grad_weight_by_im2col(configuration, options=cuda)
+             else "widened" if gradients.grouped_contraction_widened(configuration, options=cuda) else "contraction")
     assert taken == form
-    with targets.lowering_for("gfx942"):
-        assert gradients.grad_weight_by_im2col(configuration)
+    assert gradients.grad_weight_by_im2col(configuration, options=LoweringOptions(target="gfx942"))
 
 
 @pytest.mark.parametrize("sizes, kernel, stride, dilation, groups, dtype", [
@@ -486,10 +476,9 @@ def test_gpu_one_tap_table_only_where_it_decodes_by_shifts(sizes, kernel, stride
     per phase, and compile."""
     configuration = spec_nd(8, channels, channels, sizes, kernel, stride, (1,) * len(sizes), groups=groups,
                             dtype=dtype)
-    live, _ = phases._live_phases(configuration)
+    live, _ = phases._live_phases(configuration, options=LoweringOptions(target="cpu"))
     assert tap_tables.decodes_by_shifts(configuration, live) == by_shifts
-    with targets.lowering_for("cuda"):
-        assert phases.choose_form(configuration) == "per-phase"
+    assert phases.choose_form(configuration, options=LoweringOptions(target="cuda")) == "per-phase"
     if not by_shifts:
         functional.compile(functional.lowered(configuration, target="cuda"), "cuda")
 
@@ -507,8 +496,8 @@ def test_gfx942_grouped_phases_with_few_input_channels_widen(in_channels, out_ch
     CUDA compiled them and keeps f16."""
     configuration = spec_nd(8, in_channels, out_channels, (28, 28), (3, 3), (2, 2), (1, 1), groups=groups)
     for target in ("gfx942", "cuda"):
-        with targets.lowering_for(target):
-            assert phases.choose_form(configuration) == "per-phase"
-            assert phases.computes_in_f32(configuration, "per-phase") == (widened and target == "gfx942")
+        options = LoweringOptions(target=target)
+        assert phases.choose_form(configuration, options=options) == "per-phase"
+        assert phases.computes_in_f32(configuration, "per-phase", options=options) == (widened and target == "gfx942")
     if widened:
         functional.compile(functional.lowered(configuration, target="gfx942"), "gfx942")

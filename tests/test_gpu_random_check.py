@@ -10,7 +10,7 @@ import torch
 
 import iree_bwdconv.patterns.convolution_backward_kernel as kernel_pattern
 from benchmarks import gpu_compile_sweep, gpu_random_check
-from iree_bwdconv import targets
+from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.kernels import catalog
 
 SEED, COUNT = 20261126, 300  # the run recorded in docs/performance.md
@@ -42,9 +42,8 @@ def test_draws_are_the_same_for_a_seed_and_differ_between_seeds():
 def _kernel_variant(layer: dict) -> tuple[str, int, int] | None:
     """(form, tile channels, row alignment) of the kernel variant a layer
     takes, or None where the kernel's pattern does not take it."""
-    with targets.lowering_for("cuda"):
-        if kernel_pattern.why_not(gpu_compile_sweep.spec_of(layer, layer["mask"])):
-            return None
+    if kernel_pattern.why_not(gpu_compile_sweep.spec_of(layer, layer["mask"]), options=LoweringOptions(target="cuda")):
+        return None
     arguments = catalog.arguments(layer["c"], layer["k"], layer["sizes"], layer["out"], layer["stride"], layer["padding"])
     form = catalog.form(arguments)
     return form, catalog.tile(layer["c"], form)[0], catalog.row_alignment(arguments[catalog.ARGUMENTS.index("OHW")])

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from iree_bwdconv import group_split, targets
+from iree_bwdconv import group_split
+from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.spec import make_spec
 
 
@@ -15,8 +16,7 @@ from iree_bwdconv.spec import make_spec
     (4, 8, "cpu", True), (2, 4, "cpu", True), (8, 8, "cpu", False), (1, 8, "cpu", False), (4, 8, "cuda", False),
 ])
 def test_applies(groups, channels, target, expected):
-    with targets.lowering_for(target):
-        assert group_split.applies(groups, channels) is expected
+    assert group_split.applies(groups, channels, options=LoweringOptions(target=target)) is expected
 
 
 # (grad_output, input, weight) shapes, stride 2, 4 groups: C=8, F=12.

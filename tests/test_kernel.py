@@ -13,8 +13,10 @@ import pytest
 import torch
 
 import iree_bwdconv.patterns.convolution_backward_kernel as kernel_pattern
-from iree_bwdconv import extern_kernels, functional, geometry, pipeline, targets
+from iree_bwdconv import extern_kernels, functional, geometry, pipeline
+from iree_bwdconv import options as lowering_options
 from iree_bwdconv.kernels import catalog
+from iree_bwdconv.options import LoweringOptions
 
 from specs import spec_nd
 
@@ -84,8 +86,7 @@ def test_arguments_2d_and_1d():
 
 
 def _why_not(target: str, *args, **keywords):
-    with targets.lowering_for(target):
-        return kernel_pattern.why_not(spec_nd(*args, **keywords))
+    return kernel_pattern.why_not(spec_nd(*args, **keywords), options=LoweringOptions(target=target))
 
 
 def test_takes_ungrouped_1x1_half_layers_for_cuda():
@@ -124,8 +125,10 @@ def test_each_layer_takes_the_widest_tile_its_channels_fill(channels, block_chan
 
 
 def test_refuses_when_a_linalg_form_is_forced(monkeypatch):
-    monkeypatch.setenv(kernel_pattern.convolution_backward_phases.FORM_VARIABLE, "per-phase")
-    assert "forces a linalg form" in _why_not("cuda", 2, 128, 128, (28, 28), (1, 1), (2, 2), (0, 0))
+    monkeypatch.setenv(lowering_options.GRAD_INPUT_FORM_VARIABLE, "per-phase")
+    configuration = spec_nd(2, 128, 128, (28, 28), (1, 1), (2, 2), (0, 0))
+    assert "forces a linalg form" in kernel_pattern.why_not(configuration,
+                                                            options=lowering_options.from_environment("cuda"))
 
 
 def test_refuses_a_dynamic_batch():
@@ -133,8 +136,7 @@ def test_refuses_a_dynamic_batch():
     dynamic = configuration.__class__(**{**configuration.__dict__,
                                          "grad_output_shape": (None, *configuration.grad_output_shape[1:]),
                                          "input_shape": (None, *configuration.input_shape[1:])})
-    with targets.lowering_for("cuda"):
-        assert "dynamic batch" in kernel_pattern.why_not(dynamic)
+    assert "dynamic batch" in kernel_pattern.why_not(dynamic, options=LoweringOptions(target="cuda"))
 
 
 def test_cuda_lowering_is_one_extern_dispatch_that_compiles():
@@ -315,9 +317,8 @@ def test_one_module_with_two_kernel_calls_of_other_shapes():
                torch.zeros(1, 32, 3, 6), torch.zeros(1, 256, 6, 12), torch.zeros(32, 256, 1, 1)]
     module = _TwoProjections()
     raw = lowering.import_module(module, *[t.half() for t in tensors])
-    with targets.lowering_for("cuda"):
-        lowering.to_torch_backend(raw, "linalg")
-        lowering.rewrite_convolution_backward(raw)
+    lowering.to_torch_backend(raw, "linalg")
+    lowering.rewrite_convolution_backward(raw, LoweringOptions(target="cuda"))
     text = str(raw)
     assert "@iree_bwdconv.kernel.strided_1x1_grad_input(" in text
     assert "@iree_bwdconv.kernel.strided_1x1_grad_input_1(" in text  # other types

@@ -14,6 +14,7 @@ import torch
 from iree.compiler import ir
 
 from iree_bwdconv import functional, operand_room, pipeline, reference, runtime
+from iree_bwdconv import options as lowering_options
 from iree_bwdconv.iree_ir import ops_where
 
 from specs import spec_nd
@@ -86,7 +87,7 @@ def test_off_unless_asked_for_and_only_for_cuda(monkeypatch, room):
 def test_a_setting_other_than_0_or_1_is_refused(monkeypatch):
     monkeypatch.setenv(operand_room.VARIABLE, "yes")
     with pytest.raises(ValueError, match=f"{operand_room.VARIABLE}='yes'"):
-        operand_room.setting()
+        lowering_options.from_environment("cuda")
 
 
 def test_room_keeps_the_numbers():

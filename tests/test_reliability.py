@@ -21,6 +21,7 @@ from iree_bwdconv import compile_cache, functional, isolation, pipeline
 from iree_bwdconv.compile_cache import CompileCache
 from iree_bwdconv.dynamo import GraphLoweringError
 from iree_bwdconv.errors import InvalidArgumentError
+from iree_bwdconv.options import LoweringOptions
 
 # Four small configurations, each its own module.
 _CONFIGS = [
@@ -366,7 +367,7 @@ def test_a_lowering_worker_outlives_the_thread_that_started_it(monkeypatch):
     with it, and the next graph found it dead."""
     monkeypatch.setattr(isolation, "_idle", [])  # the thread must start a worker
     graph = str(iree_bwdconv.lowering.import_module(torch.nn.ReLU(), torch.randn(2, 3)))
-    started = threading.Thread(target=isolation.lower, args=(graph, "cpu", False, 600.0))
+    started = threading.Thread(target=isolation.lower, args=(graph, LoweringOptions(target="cpu"), 600.0))
     started.start()
     started.join()
     (pid,) = isolation.worker_pids()
@@ -390,7 +391,8 @@ from pathlib import Path
 import torch
 import iree_bwdconv
 from iree_bwdconv import isolation, pipeline
-isolation.lower(Path(sys.argv[1]).read_text(), "cpu", False, 600)  # starts the lowering worker
+from iree_bwdconv.options import LoweringOptions
+isolation.lower(Path(sys.argv[1]).read_text(), LoweringOptions(target="cpu"), 600)  # starts the lowering worker
 Path(sys.argv[2]).write_text(str(isolation.worker_pids()[0]))
 pipeline.iree_compile(Path(sys.argv[3]).read_text(), "gfx942")
 """

@@ -36,7 +36,7 @@ def gpu_forms_split_small(monkeypatch):
     original = functional.lowered
     monkeypatch.setattr(functional, "lowered",
                         lambda spec, bias_sizes=None, target="cpu": original(spec, bias_sizes, "cuda"))
-    monkeypatch.setattr(kernel_pattern, "why_not", lambda spec: "run on the CPU here")
+    monkeypatch.setattr(kernel_pattern, "why_not", lambda spec, *, options: "run on the CPU here")
     monkeypatch.setattr(gradients, "SPLIT_MIN_CHUNK", MIN_CHUNK)
     monkeypatch.setattr(gradients, "SPLIT_TARGET_PARTIALS", TARGET)
     functional.clear_cache()
@@ -60,8 +60,8 @@ def expected_split(case, form: str) -> int:
 def test_split_weight_gradient_matches_eager_float64(name: str, form: str, gpu_forms_split_small,
                                                      monkeypatch) -> None:
     case = CASES[name]
-    monkeypatch.setattr(gradients, "grad_weight_by_im2col", lambda spec: form == "im2col")
-    monkeypatch.setattr(weight_rows, "applies", lambda spec: form == "rows")
+    monkeypatch.setattr(gradients, "grad_weight_by_im2col", lambda spec, *, options: form == "im2col")
+    monkeypatch.setattr(weight_rows, "applies", lambda spec, *, options: form == "rows")
     text = gpu_forms_split_small(spec_of(case), case.bias_sizes, "cuda")
     split = expected_split(case, form)
     if case.dynamic_batch:  # the length must be known to split it
@@ -80,8 +80,8 @@ def test_widened_grouped_contraction_matches_eager_float64(name: str, gpu_forms_
     """The grouped contraction with its f16/bf16 operands read as f32
     (`gradients.grouped_contraction_widened`), forced on every such case."""
     case = CASES[name]
-    monkeypatch.setattr(gradients, "grad_weight_by_im2col", lambda spec: False)
-    monkeypatch.setattr(gradients, "grouped_contraction_widened", lambda spec: True)
+    monkeypatch.setattr(gradients, "grad_weight_by_im2col", lambda spec, *, options: False)
+    monkeypatch.setattr(gradients, "grouped_contraction_widened", lambda spec, *, options: True)
     weight_only = dataclasses.replace(spec_of(case), output_mask=(False, True, False))
     text = gpu_forms_split_small(weight_only, None, "cuda")
     operand_types = [line.split(" ins(")[1].split(") outs(")[0].split(" : ")[1] for line in text.splitlines()

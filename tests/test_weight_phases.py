@@ -41,8 +41,8 @@ def test_stride_phase_weight_gradient_is_right_on_the_cpu(dtype, kernel, stride,
     arguments = (None, [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], 1, [False, True, False])
     configuration = functional.spec_of(dy, x, w, *arguments)
 
-    def by_phase(spec, grad_output, input_):
-        return weight_phases.grad_weight(spec, grad_output, input_, gradients.grad_weight_contraction)
+    def by_phase(spec, grad_output, input_, *, options):
+        return weight_phases.grad_weight(spec, grad_output, input_, gradients.grad_weight_contraction, options=options)
 
     with mock.patch.object(gradients, "grad_weight", by_phase):
         functional.clear_cache()

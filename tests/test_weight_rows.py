@@ -11,9 +11,12 @@ import pytest
 import torch
 
 from benchmarks import weight_rows_tiles
-from iree_bwdconv import functional, geometry, gradients, pipeline, reference, runtime, targets, weight_rows
+from iree_bwdconv import functional, geometry, gradients, pipeline, reference, runtime, weight_rows
+from iree_bwdconv.options import LoweringOptions
 
 from specs import spec_nd
+
+CUDA, CPU = LoweringOptions(target="cuda"), LoweringOptions(target="cpu")
 
 
 def _spec(n, c, f, size, kernel=1, stride=1, padding=0, dtype=torch.float16, groups=1):
@@ -38,10 +41,8 @@ def _spec(n, c, f, size, kernel=1, stride=1, padding=0, dtype=torch.float16, gro
 ])
 def test_taken_for_1x1_kernels_on_gpus(spec_args, taken):
     configuration = _spec(*spec_args)
-    with targets.lowering_for("cuda"):
-        assert weight_rows.applies(configuration) == taken
-    with targets.lowering_for("cpu"):
-        assert not weight_rows.applies(configuration)
+    assert weight_rows.applies(configuration, options=CUDA) == taken
+    assert not weight_rows.applies(configuration, options=CPU)
 
 
 @pytest.mark.parametrize("out_channels", [64, 128, 256, 2048, 96, 160, 192, 224, 279, 1344, 2016])
@@ -50,8 +51,7 @@ def test_taken_only_for_a_multiple_of_128_output_channels_or_64(out_channels):
     past the end of grad_output (an illegal address on the GPU) where the
     output channels were not a multiple of the tile: 160, 224, 279, 288,
     2016 of those run alone against a tile of 64, and 1344 against 128."""
-    with targets.lowering_for("cuda"):
-        taken = weight_rows.applies(_spec(8, 256, out_channels, 16))
+    taken = weight_rows.applies(_spec(8, 256, out_channels, 16), options=CUDA)
     assert taken == (out_channels % 128 == 0 or out_channels == 64)
 
 
@@ -66,10 +66,9 @@ def test_a_copied_grad_output_takes_channels_up_to_a_multiple_of_128(n, c, f, si
     gains zero channels up to a multiple of 128, which IREE's tiles divide,
     where that adds at most an eighth of them."""
     configuration = spec_nd(n, c, f, sizes, (1, 1), (stride, stride), (0, 0), mask=(False, True, False))
-    with targets.lowering_for("cuda"):
-        assert weight_rows.applies(configuration) == taken
-        assert weight_rows.padded_channels(configuration) == (-f % 128 if weight_rows.padded_positions(configuration)
-                                                              else 0)
+    assert weight_rows.applies(configuration, options=CUDA) == taken
+    assert weight_rows.padded_channels(configuration) == (-f % 128 if weight_rows.padded_positions(configuration)
+                                                          else 0)
 
 
 def test_padded_channels_are_dropped_from_the_result(monkeypatch):
@@ -81,8 +80,7 @@ def test_padded_channels_are_dropped_from_the_result(monkeypatch):
     w = torch.randn(1000, 1024, 1, 1, generator=generator).half()
     arguments = (None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [False, True, False])
     configuration = functional.spec_of(dy, x, w, *arguments)
-    with targets.lowering_for("cuda"):
-        assert weight_rows.applies(configuration) and weight_rows.padded_channels(configuration) == 24
+    assert weight_rows.applies(configuration, options=CUDA) and weight_rows.padded_channels(configuration) == 24
     functional.clear_cache()
     mlir = functional.lowered(configuration, target="cuda")
     functional.clear_cache()
@@ -101,8 +99,7 @@ def test_irees_channel_tile_divides_the_channels_the_rows_take(layer):
     """What the rule assumes of IREE's tiles, on layers where it takes the
     rows: compiled to IREE's executable configurations (nothing runs)."""
     configuration = weight_rows_tiles.spec_of(layer)
-    with targets.lowering_for("cuda"):
-        assert weight_rows.applies(configuration)
+    assert weight_rows.applies(configuration, options=CUDA)
     assert layer.f % weight_rows_tiles.channel_tile(configuration) == 0
 
 
@@ -111,8 +108,7 @@ def test_a_copy_with_padded_channels_is_read_whole_by_the_contraction():
     and reads them from the copy of 2048, so that its tiles of 64 or 128
     end inside that binding, not past a copy of 2016."""
     configuration = weight_rows_tiles.spec_of(weight_rows_tiles.Layer(4, 896, 2016, (59, 91), 2))
-    with targets.lowering_for("cuda"):
-        assert weight_rows.applies(configuration) and weight_rows.padded_channels(configuration) == 32
+    assert weight_rows.applies(configuration, options=CUDA) and weight_rows.padded_channels(configuration) == 32
     functional.clear_cache()
     sources = pipeline.iree_compile_to(functional.lowered(configuration, target="cuda"), "cuda", "executable-sources")
     contraction = next(f for f in sources.split("func.func @")[1:] if "_matmul_like_" in f.split("(", 1)[0])
@@ -126,16 +122,14 @@ def test_the_tile_of_128_does_not_divide_1344_channels():
     the GPU with the rule at 64 (`gpu_check`'s 1x1_s1_k1344)."""
     configuration = weight_rows_tiles.spec_of(weight_rows_tiles.Layer(8, 1024, 1344, (40, 44)))
     assert weight_rows_tiles.rows_tile(configuration) == 128
-    with targets.lowering_for("cuda"):
-        assert not weight_rows.applies(configuration)
+    assert not weight_rows.applies(configuration, options=CUDA)
 
 
 def test_not_taken_for_transposed_convolutions():
     """A transposed 1x1 convolution's weight gradient keeps im2col."""
     x, dy, w = torch.zeros(32, 256, 28, 28).half(), torch.zeros(32, 64, 28, 28).half(), torch.zeros(256, 64, 1, 1).half()
     configuration = functional.spec_of(dy, x, w, None, [1, 1], [0, 0], [1, 1], True, [0, 0], 1, [False, True, False])
-    with targets.lowering_for("cuda"):
-        assert not weight_rows.applies(configuration)
+    assert not weight_rows.applies(configuration, options=CUDA)
 
 
 @pytest.mark.parametrize("size, stride, padding, positions", [(16, 1, 0, 256), (15, 1, 0, 240), (9, 2, 1, 48)])
@@ -144,8 +138,7 @@ def test_grad_output_is_read_in_place_and_positions_padded_to_sixteen(size, stri
     mlir = functional.lowered(configuration, target="cuda")
     contraction = next(op for op in mlir.split("linalg.generic")[1:] if '"reduction", "reduction"' in op)
     operands = re.search(r"ins\(.*?: (tensor<[^>]*>), (tensor<[^>]*>)\)", contraction).groups()
-    with targets.lowering_for("cuda"):
-        split = gradients.image_split(configuration)
+    split = gradients.image_split(configuration, options=CUDA)
     images = 4 // split
     assert operands == (f"tensor<{split}x{images}x512x{positions}xf16>", f"tensor<{split}x{images}x{positions}x512xf16>")
     assert "linalg.transpose" not in mlir
@@ -163,8 +156,7 @@ def test_right_on_the_cpu(dtype, n, size, stride, padding, monkeypatch):
     w = torch.randn(512, 512, 1, 1, generator=generator).to(dtype)
     arguments = (None, [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], 1, [False, True, False])
     configuration = functional.spec_of(dy, x, w, *arguments)
-    with targets.lowering_for("cuda"):
-        assert weight_rows.applies(configuration)
+    assert weight_rows.applies(configuration, options=CUDA)
     functional.clear_cache()
     mlir = functional.lowered(configuration, target="cuda")
     functional.clear_cache()
@@ -186,6 +178,5 @@ def test_one_strided_dim_of_unpadded_positions_takes_im2col(sizes, stride, paddi
     # 256 channels each way, 128 multiply-adds per element: rows in f32 too
     spec = spec_nd(4, 256, 256, sizes, (1,) * len(sizes), stride, padding, dtype=dtype, mask=(False, True, False))
     for target in ("cuda", "gfx942"):
-        with targets.lowering_for(target):
-            assert not weight_rows.applies(spec)
+        assert not weight_rows.applies(spec, options=LoweringOptions(target=target))
         functional.compile(functional.lowered(spec, target=target), target)
