@@ -75,7 +75,30 @@ UNIT_WINDOW_FOLD = Fault(
     workaround="every module's such inputs cropped to the span their windows read (`exact_windows`)",
 )
 
-FAULTS: dict[str, Fault] = {fault.name: fault for fault in (MULTI_USE_FUSION_PARTIAL_WRITE, UNIT_WINDOW_FOLD)}
+CPU_BATCHLESS_CONV_STORE = Fault(
+    name="cpu_batchless_conv_store",
+    targets=("cpu",),
+    dtypes=("f32", "f16", "bf16"),
+    seen_in=("3.13.0",),
+    symptom=(
+        "IREE folds unit dims before it forms dispatches, so a convolution of one image reaches the "
+        "CPU's codegen without a batch dim; InsertBatchDimForBatchlessConvPass gives it one back and "
+        "folds the reshape this leaves into the dispatch's store, taking every dim the store drops to "
+        "come before its first kept one. Where the result is inserted into a larger tensor with a dim "
+        "of one after a larger one (a stride phase of one row into grad_input), the values land at "
+        "the wrong places (groups after the first at the wrong channels), or iree-compile fails "
+        "(\"offset ... is out-of-bounds\"). The GPU pipelines do not run the pass."
+    ),
+    workaround="a copy between such a convolution and its insert, on the CPU (`cpu_conv_store`)",
+)
+
+FAULTS: dict[str, Fault] = {fault.name: fault for fault in (MULTI_USE_FUSION_PARTIAL_WRITE, UNIT_WINDOW_FOLD,
+                                                            CPU_BATCHLESS_CONV_STORE)}
+
+
+def seen_on(fault: Fault, target: str) -> bool:
+    """Whether a step that works around `fault` is needed on `target`."""
+    return target in fault.targets
 
 
 def flags_for(target: str) -> tuple[str, ...]:

@@ -201,8 +201,13 @@ def iree_compile_to(mlir: str, target: str, phase: str, extra_flags: tuple[str, 
 
 
 def _for_target(mlir: str, target: str) -> str:
-    mlir = exact_windows.crop(mlir)
-    return cpu_conv_store.guard(mlir) if target == "cpu" else mlir
+    """The steps that keep IREE's faults away from `mlir` on `target`, each
+    asked for by its fault's record."""
+    if iree_faults.seen_on(iree_faults.UNIT_WINDOW_FOLD, target):
+        mlir = exact_windows.crop(mlir)
+    if iree_faults.seen_on(iree_faults.CPU_BATCHLESS_CONV_STORE, target):
+        mlir = cpu_conv_store.guard(mlir)
+    return mlir
 
 
 CONFIGURATIONS_FLAG = "--iree-hal-dump-executable-configurations-to"

@@ -33,11 +33,25 @@ def _refused_for_a_unit_window(fault: Fault, target: str, workarounds: bool) -> 
     return False
 
 
-# How each fault shows itself, statically, on a target: (fault, target,
-# with its workaround) -> whether it is there.
+def _batchless_store_misplaced(fault: Fault, target: str, workarounds: bool) -> bool:
+    """The reproducer run on the CPU: its inserted convolution off by more
+    than half its largest value from float64's (groups after the first at
+    the wrong channels)."""
+    generator = torch.Generator().manual_seed(0)
+    x, w = torch.randn(1, 3, 3, 1, 8, generator=generator), torch.randn(3, 2, 3, 1, 2, generator=generator)
+    windows = torch.stack([x.double()[..., 0, 2 * kw:2 * kw + 6] for kw in range(2)], dim=-1)  # n g c ow kw
+    expected = torch.zeros(1, 3, 2, 2, 6, dtype=torch.float64)
+    expected[:, :, :, 0] = torch.einsum("ngcok,gfck->ngfo", windows, w.double()[:, :, :, 0])
+    (got,) = runtime.run(pipeline.iree_compile(fault.reproducer(), target, as_given=not workarounds), [x, w], target)
+    return (got.double() - expected).abs().max().item() > 0.5 * expected.abs().max().item()
+
+
+# How each fault shows itself on a target: (fault, target, with its
+# workaround) -> whether it is there.
 SHOWS: dict[str, Callable[[Fault, str, bool], bool]] = {
     "multi_use_fusion_partial_write": _partial_write_in_flow,
     "unit_window_fold": _refused_for_a_unit_window,
+    "cpu_batchless_conv_store": _batchless_store_misplaced,
 }
 
 PAIRS = [(fault, target) for fault in FAULTS.values() for target in fault.targets]
