@@ -441,3 +441,26 @@ def _cmdline(proc: Path) -> str:
         return (proc / "cmdline").read_bytes().decode(errors="replace")
     except OSError:
         return ""
+
+
+def test_an_infinite_weight_differs_from_eager_only_near_the_border():
+    """docs/reliability.md, "Unlike eager, on purpose": our grad_input forms
+    multiply grad_output's padding zeros by the weight, so an infinite
+    weight makes NaN of a few positions where eager's are finite, all
+    within a kernel's reach of the border. If none differ, that section is
+    stale; if one differs inside, a form reads zeros the docs do not know of."""
+    generator = torch.Generator().manual_seed(0)
+    # 6 columns at stride 2: the last one's taps read past grad_output's 3.
+    x, w = torch.randn(2, 4, 6, 6, generator=generator), torch.randn(8, 4, 3, 3, generator=generator)
+    dy = torch.randn(2, 8, 3, 3, generator=generator)
+    w[1, 2, 0, 0] = float("inf")
+    arguments = (None, [2, 2], [1, 1], [1, 1], False, [0, 0], 1, [True, False, False])
+    eager = torch.ops.aten.convolution_backward(dy, x, w, *arguments)[0]
+    ours = functional.convolution_backward(dy, x, w, *arguments)[0]
+    differs = torch.isfinite(eager) & ~torch.isfinite(ours)
+    reach = 2  # (kernel - 1) * dilation
+    inside = torch.zeros(6, 6, dtype=torch.bool)
+    inside[reach:-reach, reach:-reach] = True
+    assert differs.any(), "an infinite weight no longer differs from eager: update docs/reliability.md"
+    assert not (differs & inside).any()
+    assert torch.equal(torch.isfinite(ours) | differs, torch.isfinite(eager) | differs)
