@@ -51,7 +51,7 @@ def iree_ms(vmfb: Path, shape: Shape) -> float:
     statistic `eager_ms` takes. Until 2026-11-25 (stop 24) the median of three
     repetitions each timing a mean over many calls (`iree_iterations_ms`),
     which counts this noisy machine's slow calls that eager's median drops
-    (`benchmarks/cpu_timers.py`, docs/performance.md)."""
+    (`benchmarks/cpu_timers.py`, docs/performance-journal.md)."""
     return _benchmark_module(vmfb, shape, [f"--benchmark_repetitions={CALLS}", "--benchmark_min_time=1x"])
 
 

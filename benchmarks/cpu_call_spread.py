@@ -4,7 +4,7 @@ its own, with the IREE runtime flags it names), of calls through the
 project's runtime in this process, the caller under SCHED_BATCH as shipped
 (`caller_thread`) and under SCHED_OTHER, and of eager calls in this
 process. On this 2-CPU machine the medians `cpu_timers` takes swing
-between runs while the fastest calls do not (docs/performance.md, "The
+between runs while the fastest calls do not (docs/performance-journal.md, "The
 stem's grad_weight call by call", "The caller's wake-up on the CPU").
 
     ./dev python -m benchmarks.cpu_call_spread [SHAPE-NAME-PART] [CALLS]

@@ -1,10 +1,10 @@
 """The layout of the CPU's grad_weight im2col gather: rows of positions
 into the named matmul, or columns-first times grad_output channels-last,
-split-K (`gradients.im2col_columns_first`, `cpu_weight`), beside torch
+split-K (`plan.grad_weight.columns_first`, `cpu_weight`), beside torch
 eager, on the CPU shapes of `benchmarks/cpu.py` (f32, two threads),
 interleaved rounds. Two more columns take columns-first apart: its matmul
 as one sum (no split-K), and its window widened as rows widen it
-(`gradients.im2col_taps`; the same as columns-first where nothing widens).
+(`plan.grad_weight.im2col_taps`; the same as columns-first where nothing widens).
 
     ./dev python -m benchmarks.cpu_weight_layout [ROUNDS] [SHAPE-NAME-PART]
 """
@@ -12,6 +12,7 @@ as one sum (no split-K), and its window widened as rows widen it
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import statistics
 import sys
 import tempfile
@@ -20,22 +21,25 @@ from unittest import mock
 
 import torch
 
-from iree_bwdconv import cpu_weight, gradients, pipeline
+from iree_bwdconv import pipeline
 from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.functional import spec_of
+from iree_bwdconv.plan import grad_weight as gw
+from iree_bwdconv.plan import tuning as plan_tuning
 
 from . import cpu, modules
 
 GRAD_WEIGHT = (False, True, False)
-WIDEN = gradients.im2col_taps
+WIDEN = gw.im2col_taps
 
-# Each form: columns-first or not, then patches of the lowering it takes.
+# Each form: columns-first or not, then patches of the lowering it takes
+# (those of `plan_tuning`: fields of the CPU's `Tuning` record).
 FORMS = {
     "rows": (False, {}),
     "columns-first": (True, {}),
-    "one sum": (True, {(cpu_weight, "MAX_CHUNK"): 1 << 62}),
-    "widened": (True, {(gradients, "im2col_taps"):
-                       lambda columns, kernel, first, *, options: WIDEN(columns, kernel, False, options=options)}),
+    "one sum": (True, {(plan_tuning, "max_chunk"): 1 << 62}),
+    "widened": (True, {(gw, "im2col_taps"):
+                       lambda spec, first, options, tuning: WIDEN(spec, False, options, tuning)}),
 }
 
 
@@ -43,9 +47,13 @@ def compiled(folder: Path, shape, form: str) -> Path:
     columns_first, patches = FORMS[form]
     path = folder / f"{form.replace(' ', '-')}.vmfb"
     with contextlib.ExitStack() as stack:
-        stack.enter_context(mock.patch.object(gradients, "im2col_columns_first", lambda spec, *, options: columns_first))
+        stack.enter_context(mock.patch.object(gw, "columns_first", lambda spec, options, tuning: columns_first))
         for (owner, name), value in patches.items():
-            stack.enter_context(mock.patch.object(owner, name, value))
+            if owner is plan_tuning:
+                cpu_record = dataclasses.replace(plan_tuning.TUNING["cpu"], **{name: value})
+                stack.enter_context(mock.patch.dict(plan_tuning.TUNING, {"cpu": cpu_record}))
+            else:
+                stack.enter_context(mock.patch.object(owner, name, value))
         path.write_bytes(pipeline.iree_compile(modules.lowered_uncached(shape, GRAD_WEIGHT), "cpu"))
     return path
 
@@ -75,8 +83,8 @@ def main(rounds: int, match: str) -> int:
 def picked(shape) -> bool:
     """Whether the lowering's rule takes columns-first for `shape`."""
     tensors = modules.example_tensors(shape)
-    return gradients.im2col_columns_first(spec_of(*tensors, *modules.arguments(shape, GRAD_WEIGHT)),
-                                          options=LoweringOptions(target="cpu"))
+    return gw.columns_first(spec_of(*tensors, *modules.arguments(shape, GRAD_WEIGHT)),
+                            LoweringOptions(target="cpu"), plan_tuning.for_target("cpu"))
 
 
 if __name__ == "__main__":

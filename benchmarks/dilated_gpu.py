@@ -1,5 +1,5 @@
 """Strided grad_input of dilated layers on GPU targets, the evidence for
-`convolution_backward_phases.computes_in_f32` where gcd(stride, dilation)
+`plan.grad_input.computes_in_f32` where gcd(stride, dilation)
 > 1 leaves a grouped layer one live phase of several taps: the rule's
 pick (that phase in f16/bf16) against the same form widened whole to f32
 (the rule until 2026-11-26), upstream and torch eager; with a layer whose
@@ -18,9 +18,11 @@ from unittest import mock
 
 import torch
 
-from iree_bwdconv import functional, lowering, targets
+from iree_bwdconv import functional, lowering
 from iree_bwdconv.options import LoweringOptions
-from iree_bwdconv.patterns import convolution_backward_phases as phases
+from iree_bwdconv.plan import grad_input as gi
+from iree_bwdconv.plan import targets
+from iree_bwdconv.plan.tuning import Tuning
 from iree_bwdconv.spec import ConvBackwardSpec
 
 from . import gpu_check, modules
@@ -36,9 +38,9 @@ LAYERS = (
 )
 
 
-def _widened_whole(spec: ConvBackwardSpec, form: str, *, options: LoweringOptions) -> bool:
+def _widened_whole(spec: ConvBackwardSpec, form: str, options: LoweringOptions, tuning: Tuning) -> bool:
     """The rule before 2026-11-26: grouped per-phase with one live phase in f32, whatever its taps."""
-    one_live = len(phases._live_phases(spec, options=options)[0]) == 1
+    one_live = len(gi.live_phases(spec)[0]) == 1
     grouped_phase = form == "per-phase" and spec.groups > 1 and one_live
     return targets.half_precision_on_gpu(options.target, spec.dtype) and (form == "sub-pixel" or grouped_phase)
 
@@ -58,7 +60,7 @@ def prepare(folder: Path) -> None:
             "x".join(map(str, shapes[key])) + f"x{dtype}" for key in ("dy", "x", "w")])
         functional.clear_cache()
         variants = {"auto": functional.lowered(spec, target="cuda")}
-        with mock.patch.object(phases, "computes_in_f32", _widened_whole):
+        with mock.patch.object(gi, "computes_in_f32", _widened_whole):
             functional.clear_cache()
             variants["widened-whole"] = functional.lowered(spec, target="cuda")
         functional.clear_cache()

@@ -2,7 +2,7 @@
 convolution: `conv_2d_nchw_fchw`, `conv_2d_ngchw_gfchw` or the depthwise
 op), ours (`patterns/convolution_forward.py`: groups sliced apart, im2col +
 named matmul where its rule says), and torch eager. The rules of that
-pattern and of `iree_bwdconv.group_split` rest on this table; for the rows
+pattern (`plan.forward`: `im2col_applies`, `group_split_applies`) rest on this table; for the rows
 the pattern declines, "ours" is the form it declines (see `compiled`), to
 show what declining saves. Each row's
 variants are timed in turns over ROUNDS rounds; medians.
@@ -13,6 +13,7 @@ variants are timed in turns over ROUNDS rounds; medians.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import time
 from pathlib import Path
@@ -23,9 +24,9 @@ import torch.nn.functional as F
 
 import iree_bwdconv
 import iree_bwdconv.patterns as patterns
-from iree_bwdconv import group_split
 from iree_bwdconv.options import LoweringOptions
-from iree_bwdconv.patterns import convolution_forward
+from iree_bwdconv.plan import forward as plan_forward
+from iree_bwdconv.plan import tuning
 from iree_bwdconv.runtime import LoadedModule
 
 
@@ -87,18 +88,17 @@ def compiled(layer: Layer, x: torch.Tensor, w: torch.Tensor, ours: bool, choice:
     against float64 eager. Where the pattern declines the layer, ours is
     the form it declines: the depthwise layer split apart, the narrow
     stride-1 layer as im2col."""
-    registry, minimum, wide = patterns.REGISTRY, group_split.MIN_CHANNELS_PER_GROUP, convolution_forward.IM2COL_MIN_CHANNELS
+    registry, cpu = patterns.REGISTRY, tuning.TUNING["cpu"]
     if not ours:
         patterns.REGISTRY = tuple(p for p in registry if p.name != "convolution_forward")
     elif choice == DECLINED_DEPTHWISE:
-        group_split.MIN_CHANNELS_PER_GROUP = 1
+        tuning.TUNING["cpu"] = dataclasses.replace(cpu, split_min_channels_per_group=1)
     elif choice == DECLINED_NAMED:
-        convolution_forward.IM2COL_MIN_CHANNELS = 0
+        tuning.TUNING["cpu"] = dataclasses.replace(cpu, forward_im2col_min_channels=0)
     try:
         text = iree_bwdconv.lower(Conv(layer), x, w, target="cpu")
     finally:
-        patterns.REGISTRY, group_split.MIN_CHANNELS_PER_GROUP = registry, minimum
-        convolution_forward.IM2COL_MIN_CHANNELS = wide
+        patterns.REGISTRY, tuning.TUNING["cpu"] = registry, cpu
     assert ("linalg.conv_" in text or "depthwise" in text) != ours
     module = LoadedModule(iree_bwdconv.compile(text, target="cpu"))
     expected = Conv(layer)(x.double(), w.double())
@@ -122,9 +122,11 @@ def median_ms(variants: dict[str, Callable[[], object]]) -> dict[str, float]:
 def ours_form(layer: Layer) -> str:
     """What the pattern does with this layer when its rules are not overridden."""
     c = layer.c // layer.groups
-    if layer.groups > 1 and not group_split.applies(layer.groups, layer.c, options=LoweringOptions(target="cpu")):
+    cpu = tuning.for_target("cpu")
+    if layer.groups > 1 and not plan_forward.group_split_applies(layer.groups, layer.c, LoweringOptions(target="cpu"),
+                                                                 cpu):
         return DECLINED_DEPTHWISE
-    im2col = convolution_forward.im2col_applies(c, [layer.kernel] * 2, [layer.stride] * 2)
+    im2col = plan_forward.im2col_applies(c, [layer.kernel] * 2, [layer.stride] * 2, cpu)
     if layer.groups == 1 and not im2col:
         return DECLINED_NAMED
     return ("split, " if layer.groups > 1 else "") + ("im2col" if im2col else "conv")

@@ -17,8 +17,9 @@ from unittest import mock
 
 import torch
 
-from iree_bwdconv import lowering, targets
+from iree_bwdconv import lowering
 from iree_bwdconv import options as lowering_options
+from iree_bwdconv.plan import targets
 
 from . import modules
 

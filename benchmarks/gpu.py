@@ -6,7 +6,7 @@ The GPU machine has no IREE compiler, so this runs in two halves:
 
     ./dev python -m benchmarks.gpu prepare .bench [auto] [MATCH]  # here: compile .vmfb files, write manifest.json
     python3 benchmarks/run_on_gpu.py .bench results.json   # there, with iree-base-runtime installed
-    ./dev python -m benchmarks.gpu report results.json # here: the tables of docs/performance.md
+    ./dev python -m benchmarks.gpu report results.json # here: the tables of docs/performance-journal.md
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def report(results_path: Path) -> None:
 
 
 def report_runs(results_paths: Sequence[Path]) -> None:
-    """The 1x1 tables of docs/performance.md: a row per shape and run (a,
+    """The 1x1 tables of docs/performance-journal.md: a row per shape and run (a,
     b, ...), ours against IREE's matmul, the linalg GEMM (the per-phase
     form forced), eager and upstream."""
     runs: dict[tuple[str, str], dict[str, dict[str, float]]] = {}

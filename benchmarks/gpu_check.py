@@ -115,7 +115,7 @@ _LAYERS = (
     _layer("3x3_s1x2", 8, 64, 64, 28, 3, (1, 2), 1, 1, "auto"),
     _layer("3x3_s1x2_g2", 8, 32, 64, 28, 3, (1, 2), 1, 2, "auto"),
     # one image, a 1-tap strided dim and a dilated one: the random sweep's draws whose GPU forms IREE 3.13's CPU
-    # code gets wrong or cannot compile (docs/performance.md, "A batchless convolution on the CPU")
+    # code gets wrong or cannot compile (docs/performance-journal.md, "A batchless convolution on the CPU")
     _layer("k1x2_s2x1_d1x2_g3_n1", 1, 6, 9, (2, 6), (1, 2), (2, 1), 0, 3, "auto", dilation=(1, 2)),
     _layer("k1x3_s2x1_p1x2_d2_g3_n1", 1, 9, 6, (2, 2), (1, 3), (2, 1), (1, 2), 3, "auto", dilation=2),
     _layer("k1x2x3_s3x1x1_p2x0x1_d1x2x1_g2_n1", 1, 2, 2, (4, 5, 2), (1, 2, 3), (3, 1, 1), (2, 0, 1), 2, "auto",

@@ -16,7 +16,7 @@ Three families, of which a run alternates those it names ("kernel" and
 - "small": layers of one image, a few channels and a few positions a dim,
   grouped and dilated more often than not: where IREE folds the unit dims
   of a convolution's result (the CPU stored some such results wrongly,
-  docs/performance.md "A batchless convolution on the CPU").
+  docs/performance-journal.md "A batchless convolution on the CPU").
 Each asks for a random subset of the three gradients, grad_input always.
 With the word `plain` among the families, every layer is lowered in the
 plain forms (`LoweringOptions.plain_forms`), which a compile that fails in the

@@ -8,8 +8,8 @@ contraction and as `weight_rows` (positions padded to 16, unpadded, to
 `check_on_gpu.py`) and how fast (with `run_on_gpu.py`), on the layers of
 issues 3 and 5, ResNet-50's and layers no rule was drawn from, in their
 own dtypes or all in one (`--dtype f32`). The evidence for
-`gradients.grad_weight_by_im2col`, `half_precision_contraction_wrong`,
-`HALF_STRIDED_MIN_IMAGES` and `weight_rows.applies`.
+`plan.grad_weight.by_im2col`, `half_contraction_wrong`,
+`Tuning.half_strided_min_images` and `plan.grad_weight.rows_apply`.
 
     ./dev python -m benchmarks.gpu_weight_forms prepare .bench-weight \
         [--forms auto,im2col] [--only 1x1_s2 --only 7x7] [--dtype f32] [--no-upstream]   # here
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
 import json
 import sys
@@ -32,10 +33,14 @@ import torch
 from torch_mlir import ir
 
 from iree_bwdconv import contraction_forms as forms
-from iree_bwdconv import functional, gradients, group_split, lowering, weight_rows
+from iree_bwdconv import functional, gradients, lowering, weight_rows
 from iree_bwdconv import linalg_builders as lb
 from iree_bwdconv.linalg_builders import PARALLEL, REDUCTION
 from iree_bwdconv.options import LoweringOptions
+from iree_bwdconv.plan import Plan
+from iree_bwdconv.plan import forward as plan_forward
+from iree_bwdconv.plan import grad_weight as gw
+from iree_bwdconv.plan import tuning as plan_tuning
 from iree_bwdconv.spec import ConvBackwardSpec
 
 from . import gpu_check, modules, weight_phases
@@ -62,7 +67,7 @@ LAYERS = (
     ("3x3_s2_c384_277x209_n1", 1, 384, 384, (277, 209), 3, 2, 1),
 )
 # The 1x1 layers at stride 1 that the lowering gave the contraction in f16
-# until 2026-11-25 (`gradients.half_precision_contraction_wrong`).
+# until 2026-11-25 (`plan.grad_weight.half_contraction_wrong`).
 LAYERS_1X1_S1 = (
     ("1x1_s1_c64_28_n8", 8, 64, 128, 28, 1, 1, 0),
     ("1x1_s1_c256_28_n32", 32, 256, 512, 28, 1, 1, 0),
@@ -126,29 +131,29 @@ LAYERS_GROUPED_ONE_WIDE = (
     ("1x1_s1_g32_c256_56_n32_f32", 32, 256, 256, 56, 1, 1, 0, "f32", 32),
     ("1x1_s1_g16_c256_56_n32_bf16", 32, 256, 256, 56, 1, 1, 0, "bf16", 16),
     ("3x1_s1_g32_c256_28_n32_f32", 32, 256, 256, 28, (3, 1), 1, 0, "f32", 32),
-    # 1x1 past GROUPED_ONE_WIDE_MAX_CHANNELS in multiples of 16 (f16 kept since stop 39)
+    # 1x1 past `Tuning.grouped_one_wide_max_channels` in multiples of 16 (f16 kept since stop 39)
     ("1x1_s1_g8_c256_56_n32", 32, 256, 256, 56, 1, 1, 0, "f16", 8),
     ("1x1_s1_g2_c256_56_n32", 32, 256, 256, 56, 1, 1, 0, "f16", 2),
     ("1x1_s1_g8_c256_56_n32_bf16", 32, 256, 256, 56, 1, 1, 0, "bf16", 8),
 )
 
 
-def _grouped_any_kernel(spec: ConvBackwardSpec, *, options: LoweringOptions) -> bool:
+def _grouped_any_kernel(spec: ConvBackwardSpec, options: LoweringOptions, tuning: plan_tuning.Tuning) -> bool:
     """`grouped_contraction_applies` without its condition on the kernel."""
-    return (spec.groups > 1 and not spec.transposed and gradients.image_split(spec, options=options) > 1)
+    return (spec.groups > 1 and not spec.transposed and gw.image_split(spec, options, tuning) > 1)
 
 
 def flat_contraction(spec: ConvBackwardSpec, plain: ir.Value, windowed: ir.Value, rows: int, columns: int,
-                     images_per_partial: Optional[int] = None, *, options: LoweringOptions) -> ir.Value:
+                     split: int, images_per_partial: Optional[int] = None) -> ir.Value:
     """A 1x1 stride-1 weight gradient with each image's positions as one
     reduction dim: dw[g, row, col] = sum_{n, p} windowed[n, g, col, p] *
-    plain[n, g, row, p], in partial sums of whole images (`image_split`, or
-    `images_per_partial` images each); with one image per partial the
+    plain[n, g, row, p], in `split` partial sums of whole images (the plan's
+    `image_split`), or of `images_per_partial` images each; with one image per partial the
     reduction is p alone, a batch matmul with its right operand transposed."""
     r = spec.spatial_rank
     plain, windowed = (forms.collapse_range(v, 3, 3 + r) for v in (plain, windowed))
     batch = ir.RankedTensorType(windowed.type).shape[0]
-    split = batch // images_per_partial if images_per_partial else gradients.image_split(spec, options=options)
+    split = batch // images_per_partial if images_per_partial else split
     windowed = lb.expand_dim(windowed, 0, (split, batch // split))
     plain = lb.expand_dim(plain, 0, (split, batch // split))
     s, g, row, col, n, p = lb.dims(6)
@@ -162,60 +167,73 @@ def flat_contraction(spec: ConvBackwardSpec, plain: ir.Value, windowed: ir.Value
     return lb.convert(acc, lb.element_type(spec.dtype))
 
 
-def _by_stride_phase(spec, grad_output, input_, *, options):
-    return weight_phases.grad_weight(spec, grad_output, input_, gradients.grad_weight_contraction, options=options)
+def _by_stride_phase(spec, grad_output, input_, *, plan: Plan):
+    return weight_phases.grad_weight(spec, grad_output, input_, gradients.grad_weight_contraction, plan=plan)
 
 
 def _flat(images_per_partial: Optional[int]):
     contraction = functools.partial(flat_contraction, images_per_partial=images_per_partial)
 
-    def build(spec, grad_output, input_, *, options):
+    def build(spec, grad_output, input_, *, plan: Plan):
         """The input's class at the stride gathered (`weight_phases`), then
         the flat contraction; at stride 1 straight from the input."""
         if all(s == 1 for s in spec.stride):
             x, dy = (lb.expand_dim(v, 1, (1, v_c)) for v, v_c in
                      ((input_, spec.in_channels), (grad_output, spec.out_channels)))
-            return contraction(spec, dy, x, spec.out_channels, spec.in_channels, options=options)
-        return weight_phases.grad_weight(spec, grad_output, input_, contraction, options=options)
+            return contraction(spec, dy, x, spec.out_channels, spec.in_channels, plan.grad_weight.image_split)
+        return weight_phases.grad_weight(spec, grad_output, input_, contraction, plan=plan)
 
     return build
 
 
-def _rows_per_image(spec, grad_output, input_, *, options):
+def _rows_per_image(spec, grad_output, input_, *, plan: Plan):
     """`weight_rows` on any layer, whether or not the lowering takes it."""
-    acc = weight_rows.grad_weight(spec, grad_output, input_, gradients.image_split(spec, options=options))
+    acc = weight_rows.grad_weight(spec, grad_output, input_, plan.grad_weight.image_split,
+                                  gw.rows_padding(spec, plan.tuning))
     return lb.convert(acc, lb.element_type(spec.dtype))
 
 
-# form -> what it patches: grad_weight_by_im2col forced, a grad_weight
-# builder of this module, module attributes.
+_GRAD_WEIGHT = gradients.grad_weight
+
+
+def _padded_source(spec, grad_output, input_, *, plan: Plan):
+    """The lowering's grad_weight with its im2col gather over a padded copy
+    of its source (`GradWeightPlan.gather_unpadded` off)."""
+    unpadded = dataclasses.replace(plan.grad_weight, gather_unpadded=False)
+    return _GRAD_WEIGHT(spec, grad_output, input_, plan=dataclasses.replace(plan, grad_weight=unpadded))
+
+
+# form -> what it patches: `plan.grad_weight.by_im2col` forced, a grad_weight
+# builder of this module, module attributes (those of `plan_tuning`: fields of
+# every target's `Tuning` record).
 FORMS = {
     "auto": None,  # the lowering's own pick
     # the contraction with one image per partial sum where the split gives one
-    "contraction": (False, None, {(gradients, "HALF_STRIDED_MIN_IMAGES"): 1}),
-    "contraction-2img": (False, None, {(gradients, "HALF_STRIDED_MIN_IMAGES"): 2}),
+    "contraction": (False, None, {(plan_tuning, "half_strided_min_images"): 1}),
+    "contraction-2img": (False, None, {(plan_tuning, "half_strided_min_images"): 2}),
     # grouped: the contraction in its own dtype, never read as f32 (`grouped_contraction_widened`)
-    "contraction-unwidened": (False, None, {(gradients, "grouped_contraction_widened"): lambda spec, *, options: False}),
+    "contraction-unwidened": (False, None, {(gw, "grouped_contraction_widened"): lambda spec, options, tuning: False}),
     "im2col": (True, None, {}),
     "stride-phase": (False, _by_stride_phase, {}),
     "flat": (False, _flat(None), {}),
     "flat-1img": (False, _flat(1), {}),
     # `weight_rows`: positions padded to 16 (the lowering's), unpadded, to 128
     "rows-per-image": (False, _rows_per_image, {}),
-    "rows-per-image-unpadded": (False, _rows_per_image, {(weight_rows, "POSITION_MULTIPLE"): 1}),
-    "rows-per-image-p128": (False, _rows_per_image, {(weight_rows, "POSITION_MULTIPLE"): 128}),
+    "rows-per-image-unpadded": (False, _rows_per_image, {(plan_tuning, "rows_position_multiple"): 1}),
+    "rows-per-image-p128": (False, _rows_per_image, {(plan_tuning, "rows_position_multiple"): 128}),
     # im2col over a padded copy of its source (the GPU's gather until 2026-11-25)
-    "im2col-padded-source": (True, None, {(gradients, "gather_reads_unpadded"): lambda spec, *, options: False}),
+    "im2col-padded-source": (True, _padded_source, {}),
     # grouped kernels with a dim of 1 by the contraction, f16/bf16 read as f32
     "contraction-grouped-widened": (None, None, {
-        (gradients, "grouped_contraction_applies"): _grouped_any_kernel,
-        (gradients, "grouped_contraction_widened"):
-            lambda spec, *, options: _grouped_any_kernel(spec, options=options) and spec.dtype != "f32"}),
+        (gw, "grouped_contraction_applies"): _grouped_any_kernel,
+        (gw, "grouped_contraction_widened"):
+            lambda spec, options, tuning: _grouped_any_kernel(spec, options, tuning) and spec.dtype != "f32"}),
     # grouped kernels with a dim of 1 by the contraction at any channels a group, read
     # as f32 where `grouped_contraction_widened` says
-    "contraction-grouped": (None, None, {(gradients, "grouped_contraction_applies"): _grouped_any_kernel}),
+    "contraction-grouped": (None, None, {(gw, "grouped_contraction_applies"): _grouped_any_kernel}),
     # grouped: one ungrouped weight gradient per group, each in the form the lowering picks for it
-    "group-split": (None, None, {(group_split, "applies"): lambda groups, channels, *, options: groups > 1}),
+    "group-split": (None, None, {(plan_forward, "group_split_applies"): lambda groups, channels, options, tuning:
+                                 groups > 1}),
 }
 
 
@@ -225,11 +243,17 @@ def _weight_form(form: str) -> Iterator[None]:
         if FORMS[form] is not None:
             by_im2col, builder, attributes = FORMS[form]
             if by_im2col is not None:
-                stack.enter_context(mock.patch.object(gradients, "grad_weight_by_im2col", lambda spec, *, options: by_im2col))
-            stack.enter_context(mock.patch.object(weight_rows, "applies", lambda spec, *, options: False))
+                stack.enter_context(mock.patch.object(gw, "by_im2col",
+                                                      lambda spec, options, tuning: (by_im2col, "forced")))
+            stack.enter_context(mock.patch.object(gw, "rows_apply", lambda spec, options, tuning: False))
             stack.enter_context(mock.patch.object(gradients, "grad_weight", builder or gradients.grad_weight))
+            fields = {name: value for (module, name), value in attributes.items() if module is plan_tuning}
+            if fields:
+                stack.enter_context(mock.patch.dict(plan_tuning.TUNING, {
+                    target: dataclasses.replace(record, **fields) for target, record in plan_tuning.TUNING.items()}))
             for (module, name), value in attributes.items():
-                stack.enter_context(mock.patch.object(module, name, value))
+                if module is not plan_tuning:
+                    stack.enter_context(mock.patch.object(module, name, value))
         functional.clear_cache()
         try:
             yield

@@ -16,7 +16,7 @@ each of `SWEEP_TILES`, with `middle` layers of 64-127 channels with
 
 The report has a column per layer and a row per variant: its median call
 over IREE's matmul's, then (with gpu.json) its GPU busy time over the
-matmul's, the tables of docs/performance.md.
+matmul's, the tables of docs/performance-journal.md.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ PAIRS = (
 )
 LAYERS = (*(s for s in (*SHAPES, *RESNET50_H100) if s.kernel == 1 and s.dtype != "f32"), *NARROW, *BLOCKS, *PAIRS)
 # (channels, positions, depth, warps, stages): the tiles the kernel had
-# until the wide and middle tiles of docs/performance.md's "Smaller tiles
+# until the wide and middle tiles of docs/performance-journal.md's "Smaller tiles
 # for the 1x1 kernel": stop 28's wide tile, and the narrow tile, which
 # layers of 64-127 channels took. Stop 29 also tried (32, 256, 32, 4, 3) and
 # (32, 512, 16, 8, 3) on few channels ("A narrow tile for few channels").

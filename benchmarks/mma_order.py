@@ -1,7 +1,7 @@
 """Which f16/bf16 contractions IREE 3.13's CUDA code gets wrong: one
 batched GEMM, C[b] = A[b] x B, in every layout of its operands and its
 result and three orders of its loops, with f32 accumulation; the evidence
-behind `iree_bwdconv.mma_order` (docs/performance.md, "Loop order and the
+behind `iree_bwdconv.mma_order` (docs/performance-journal.md, "Loop order and the
 MMA intrinsics").
 
     ./dev python -m benchmarks.mma_order prepare DIR   # here: DIR/*.mlir, *.vmfb, cases.json
@@ -13,7 +13,7 @@ dispatch; `run` prints each case's largest error over the largest value,
 and last any case where the flag and the numbers disagree. `scan` compiles
 `gpu_check`'s f16/bf16 cases for a GPU target as given and prints, per
 case, its MMA dispatches and those the rule flags: for gfx942, which
-`pipeline` does not judge (docs/performance.md, "Loop order and the MMA
+`pipeline` does not judge (docs/performance-journal.md, "Loop order and the MMA
 intrinsics").
 """
 

@@ -4,6 +4,7 @@ torch input lowers: the upstream path) and our linalg lowering."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 from pathlib import Path
@@ -16,8 +17,9 @@ from iree_bwdconv import lowering, pipeline, tap_tables
 from iree_bwdconv import options as lowering_options
 from iree_bwdconv.errors import PipelineError
 from iree_bwdconv.functional import ConvolutionBackward, spec_of
-from iree_bwdconv.options import LoweringOptions
+from iree_bwdconv.options import GRAD_INPUT_FORM_VARIABLE, LoweringOptions
 from iree_bwdconv.patterns import convolution_backward_phases as phases
+from iree_bwdconv.plan import plan as plan_of
 
 from .shapes import Shape
 
@@ -48,15 +50,15 @@ def raw_torch(shape: Shape, mask: tuple[bool, bool, bool]) -> str:
 @contextlib.contextmanager
 def forced_form(form: str) -> Iterator[None]:
     """The grad_input form the lowering emits inside the block ("auto": its rule)."""
-    before = os.environ.get(phases.FORM_VARIABLE)
-    os.environ[phases.FORM_VARIABLE] = form
+    before = os.environ.get(GRAD_INPUT_FORM_VARIABLE)
+    os.environ[GRAD_INPUT_FORM_VARIABLE] = form
     try:
         yield
     finally:
         if before is None:
-            os.environ.pop(phases.FORM_VARIABLE)
+            os.environ.pop(GRAD_INPUT_FORM_VARIABLE)
         else:
-            os.environ[phases.FORM_VARIABLE] = before
+            os.environ[GRAD_INPUT_FORM_VARIABLE] = before
 
 
 @functools.lru_cache(maxsize=None)
@@ -72,14 +74,29 @@ def lowered_uncached(shape: Shape, mask: tuple[bool, bool, bool], target: str = 
 def options_for(target: str, form: str = "auto") -> LoweringOptions:
     """The options an edge makes of the environment for `target`, with
     `form` forced ("auto": the rule's), as inside `forced_form(form)`."""
-    return lowering_options.from_environment(target, {**os.environ, phases.FORM_VARIABLE: form})
+    return lowering_options.from_environment(target, {**os.environ, GRAD_INPUT_FORM_VARIABLE: form})
+
+
+def gpu_weave(shape: Shape, form: str, mask: tuple[bool, bool, bool] = GRAD_INPUT_ONLY) -> str:
+    """How the plan weaves `form`'s phases for `shape` on CUDA: "gather" or
+    "grid" (`GradInputPlan.gather_weave`)."""
+    spec = spec_of(*example_tensors(shape), *arguments(shape, mask))
+    return "gather" if plan_of(spec, options_for("cuda", form)).grad_input.gather_weave else "grid"
 
 
 @contextlib.contextmanager
 def weave(form: str, name: str) -> Iterator[None]:
-    """Lowerings inside the block weave `form`'s phases `name`'s way on GPU
-    targets (`convolution_backward_phases.GPU_WEAVE`)."""
-    with mock.patch.dict(phases.GPU_WEAVE, {form: name}):
+    """Lowerings inside the block weave `form`'s phases `name`'s way
+    ("gather" or "grid") on GPU targets (`GradInputPlan.gather_weave`: the
+    plan's is a gather for per-phase, the grid for col2im)."""
+    build = phases.BUILDERS[form]
+
+    def woven(spec, grad_output, weight, *, plan):
+        gather = plan.options.on_gpu and name == "gather"
+        choice = dataclasses.replace(plan.grad_input, gather_weave=gather)
+        return build(spec, grad_output, weight, plan=dataclasses.replace(plan, grad_input=choice))
+
+    with mock.patch.dict(phases.BUILDERS, {form: woven}):
         yield
 
 

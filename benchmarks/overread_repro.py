@@ -1,5 +1,5 @@
 """The smallest module whose CUDA code reads past an operand's end
-(docs/performance.md, "Reads past an operand's end"): one f16 batch
+(docs/performance-journal.md, "Reads past an operand's end"): one f16 batch
 matmul, 2 x (M x K) by 2 x (N x K) with f32 accumulation, the shape of
 grad_weight's im2col matmul in `gpu_check`'s `1x1_s3_p1_g2_f16` (M 48,
 N 32, K 484). IREE 3.13 pads it to its workgroup tile (M to 64). The

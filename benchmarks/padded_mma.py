@@ -2,7 +2,7 @@
 of a random draw (`gpu_random_check.draws`). Where a row or column dim's
 last tile is partial, the threads of its missing rows read the row just
 past the operand (`overread_repro.py`), and memcheck flags the read where
-that operand ends its allocation (docs/performance.md,
+that operand ends its allocation (docs/performance-journal.md,
 "Reads past an operand's end"). Static: compiled here to IREE's executable
 configurations, nothing runs.
 

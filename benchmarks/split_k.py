@@ -2,7 +2,7 @@
 matmul over an im2col gather as one reduction over every batch and output
 position, against the same reduction split into partial sums (about 2^20,
 2^22 or 2^24 partial outputs, chunks of at least 512 terms) and summed.
-The evidence for `gradients.SPLIT_TARGET_PARTIALS` (docs/performance.md).
+The evidence for `Tuning.split_target_partials` (docs/performance-journal.md).
 
     ./dev python -m benchmarks.split_k prepare .bench-split     # here
     python3 benchmarks/run_on_gpu.py .bench-split results.json  # there
@@ -12,14 +12,18 @@ The evidence for `gradients.SPLIT_TARGET_PARTIALS` (docs/performance.md).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterator
+from unittest import mock
 
-from iree_bwdconv import gradients, lowering
+from iree_bwdconv import lowering
 from iree_bwdconv import options as lowering_options
+from iree_bwdconv.plan import grad_weight as gw
+from iree_bwdconv.plan import tuning
 
 from . import modules
 from .gpu import print_variant_table
@@ -33,14 +37,13 @@ TARGETS = {"split-2^20": 1 << 20, "split-2^22": 1 << 22, "split-2^24": 1 << 24}
 @contextlib.contextmanager
 def _forced(im2col: bool | None, target_partials: int) -> Iterator[None]:
     """The lowering with the weight gradient's form and split forced."""
-    saved = gradients.grad_weight_by_im2col, gradients.SPLIT_TARGET_PARTIALS
-    if im2col is not None:
-        gradients.grad_weight_by_im2col = lambda spec, *, options: im2col
-    gradients.SPLIT_TARGET_PARTIALS = target_partials
-    try:
+    with contextlib.ExitStack() as stack:
+        if im2col is not None:
+            stack.enter_context(mock.patch.object(gw, "by_im2col", lambda spec, options, _: (im2col, "forced")))
+        stack.enter_context(mock.patch.dict(tuning.TUNING, {
+            target: dataclasses.replace(record, split_target_partials=target_partials)
+            for target, record in tuning.TUNING.items()}))
         yield
-    finally:
-        gradients.grad_weight_by_im2col, gradients.SPLIT_TARGET_PARTIALS = saved
 
 
 def variants(shape: Shape) -> dict[str, tuple[str, tuple[str, ...]]]:

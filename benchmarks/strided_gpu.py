@@ -16,7 +16,7 @@ the same for grad_input alone and for all three gradients in one module
 (`BARRIER_SHAPES`: per-phase layers, and the 1x1 layers' GEMM beside
 IREE's own matmul).
 `weave` times per-phase and col2im with the phases woven as built and the
-other way (`GPU_WEAVE`: a stack and a gather, or the grid weave that
+other way (`GradInputPlan.gather_weave`: a stack and a gather, or the grid weave that
 reads every phase for each element; `modules.weave`), on every ungrouped strided layer
 with a kernel larger than 1x1, and the sub-pixel and direct forms of the
 stride-3 layer. `one-tap` times the forms on layers whose phases all
@@ -47,8 +47,7 @@ from unittest import mock
 
 from iree_bwdconv import lowering
 from iree_bwdconv import options as lowering_options
-from iree_bwdconv.patterns import convolution_backward as direct_pattern
-from iree_bwdconv.patterns import convolution_backward_phases as phases
+from iree_bwdconv.plan import grad_input as gi
 
 from . import barriers, modules
 from .forms import RESNET50_H100, GradInputAsTransposedConv
@@ -151,7 +150,7 @@ def weave_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
     yield "upstream", modules.raw_torch(shape, modules.GRAD_INPUT_ONLY), modules.UPSTREAM_FLAGS
     for form in ("per-phase", "col2im"):
         yield form, modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", form), ()
-        other = "grid" if phases.GPU_WEAVE[form] == "gather" else "gather"
+        other = "grid" if modules.gpu_weave(shape, form) == "gather" else "gather"
         with modules.weave(form, other):
             yield f"{form}-{other}", modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda", form), ()
     if shape.stride == shape.kernel:
@@ -164,7 +163,7 @@ def one_tap_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]
     yield "upstream", modules.raw_torch(shape, modules.GRAD_INPUT_ONLY), modules.UPSTREAM_FLAGS
     for form in ("auto", "per-phase", "col2im", "direct"):
         yield form, modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", form), ()
-    other = "grid" if phases.GPU_WEAVE["col2im"] == "gather" else "gather"
+    other = "grid" if modules.gpu_weave(shape, "col2im") == "gather" else "gather"
     with modules.weave("col2im", other):
         yield f"col2im-{other}", modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda", "col2im"), ()
 
@@ -215,7 +214,7 @@ BARRIER_SHAPES = tuple({s.name: s for s in (*ALL_GRADIENT_SHAPES, *TABLE_SHAPES,
 # Every strided shape and two of ResNet-50's stride-1 layers in f32: every
 # H100 figure that the GPU's grad_input rule was drawn from is of f16/bf16
 # layers, and in f32 IREE's weight-gradient contraction ran up to 16x
-# slower than im2col (docs/performance.md, "Weight gradients on GPUs by
+# slower than im2col (docs/performance-journal.md, "Weight gradients on GPUs by
 # dtype").
 F32_SHAPES = tuple(dataclasses.replace(s, name=f"{s.name} f32", dtype="f32") for s in (
     *STRIDED, *(s for s in RESNET50_H100 if s.stride == 1 and s.name.startswith(("R50 3x3 s1 n32 c64", "R50 1x1 s1"))),
@@ -225,14 +224,14 @@ F32_SHAPES = tuple(dataclasses.replace(s, name=f"{s.name} f32", dtype="f32") for
 def f32_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
     """The rule's pick, every form that applies, and upstream; for 1x1
     kernels also col2im and the CPU's form of their one phase (a matmul
-    of grad_output's rows, `_one_matmul_applies`)."""
+    of grad_output's rows, `plan.grad_input.phase_one_matmul`)."""
     yield "upstream", modules.raw_torch(shape, modules.GRAD_INPUT_ONLY), modules.UPSTREAM_FLAGS
     yield "auto", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda"), ()
     one_phase_gemm = shape.kernel == 1 and shape.groups == 1
     extra = ("direct",) if shape.kernel > 1 else ("col2im",) if one_phase_gemm else ()
     forms = (*_forms(shape), *extra) if shape.stride > 1 else ()
     if shape.stride > 1 and one_phase_gemm:
-        with mock.patch.object(phases, "_one_matmul_applies", lambda spec, *, options: True):
+        with mock.patch.object(gi, "phase_one_matmul", lambda spec, options: True):
             yield "one-matmul", modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda", "per-phase"), ()
     for form in forms:
         yield form, modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", form), ()
@@ -242,14 +241,14 @@ def f32_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
         stride_1_forms = {"im2col-matmul": (True, False), "direct-transposed": (False, False),
                           "direct-weight-as-is": (False, True)}
         for name, (by_im2col, as_is) in stride_1_forms.items():
-            with mock.patch.object(direct_pattern, "_im2col_matmul_applies", lambda spec, *, options: by_im2col), \
-                    mock.patch.object(direct_pattern, "_weight_as_is_applies", lambda spec, *, options: as_is):
+            with mock.patch.object(gi, "direct_im2col_matmul", lambda spec, options, tuning: by_im2col), \
+                    mock.patch.object(gi, "direct_weight_as_is", lambda spec, options, tuning: as_is):
                 yield name, modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda"), ()
 
 
 # The stride-1 layers with kernels larger than 1x1 in f16 (and bf16), and
 # two more of ResNet-50's (its last stage, a 5x5): whether f16 gains from
-# the weight read as it is as f32 did (`_weight_as_is_applies`).
+# the weight read as it is as f32 did (`plan.grad_input.direct_weight_as_is`).
 HALF_STRIDE_1_SHAPES = (
     *(s for s in (*SHAPES, *RESNET50_H100) if s.stride == 1 and s.kernel > 1),
     Shape("R50 3x3 s1 n32 c512 k512 7x7", 32, 512, 512, (7, 7), 3, 1, 1),
@@ -273,12 +272,12 @@ def grouped_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]
     yield "auto", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda"), ()
     yield "per-phase", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", "per-phase"), ()
     for name, as_is in (("direct-transposed", False), ("direct-weight-as-is", True)):
-        with mock.patch.object(direct_pattern, "_weight_as_is_applies", lambda spec, *, options: as_is):
+        with mock.patch.object(gi, "direct_weight_as_is", lambda spec, options, tuning: as_is):
             yield name, modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda", "direct"), ()
     yield "col2im", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", "col2im"), ()
     yield "sub-pixel", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", "sub-pixel"), ()
     if shape.dtype != "f32":  # the sub-pixel form in the layer's own dtype, not widened
-        with mock.patch.object(phases, "computes_in_f32", lambda spec, form, *, options: False):
+        with mock.patch.object(gi, "computes_in_f32", lambda spec, form, options, tuning: False):
             yield "sub-pixel-native", modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda", "sub-pixel"), ()
     if shape.groups < shape.c:  # torch-mlir's lowering of a depthwise conv_transpose2d fails to verify
         named = GradInputAsTransposedConv(shape)

@@ -3,7 +3,7 @@ strided forward convolution of grad_output with the weight as it is stored,
 [c, f, k] (output channel first, the named convolution's layout). Its
 forms, each forced: the lowering's (`auto`), the same convolution reading
 the weight transposed to [f, c, k] (reduction first, the layout IREE ran
-3.6x faster in f32 for the stride-1 data gradient; docs/performance.md,
+3.6x faster in f32 for the stride-1 data gradient; docs/performance-journal.md,
 "f32 on GPUs"), an im2col gather with the named matmul (ungrouped), and
 for grouped 1x1 kernels the weight-first GEMM the ungrouped ones take in
 f16/bf16 (`gemm`);
@@ -33,7 +33,8 @@ from iree_bwdconv import contraction_forms as forms
 from iree_bwdconv import functional, geometry, lowering, transposed
 from iree_bwdconv import linalg_builders as lb
 from iree_bwdconv import options as lowering_options
-from iree_bwdconv.options import LoweringOptions
+from iree_bwdconv.plan import Plan
+from iree_bwdconv.plan import grad_input as gi
 from iree_bwdconv.spec import ConvBackwardSpec
 
 from . import gpu_check, modules
@@ -57,8 +58,7 @@ LAYERS = (
 )
 
 
-def reduction_first(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value, *,
-                    options: LoweringOptions) -> ir.Value:
+def reduction_first(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value, *, plan: Plan) -> ir.Value:
     """`transposed.grad_input_transposed` with its filter transposed to
     [(g,) f, c, k] and read reduction first."""
     groups, r = spec.groups, spec.spatial_rank
@@ -80,8 +80,7 @@ def reduction_first(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Va
     return lb.convert(acc, lb.element_type(spec.dtype))
 
 
-def im2col_matmul(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value, *,
-                  options: LoweringOptions) -> ir.Value:
+def im2col_matmul(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value, *, plan: Plan) -> ir.Value:
     """An im2col gather of grad_output and the named matmul (ungrouped)."""
     window = (spec.output_spatial, spec.input_spatial, spec.kernel, spec.stride, spec.padding, spec.dilation)
     low, high = geometry.window_padding_nd(*window)
@@ -104,14 +103,14 @@ class NamedConv(torch.nn.Module):
         return torch.nn.functional.conv2d(dy, w, None, self.stride, self.padding, 1, self.groups)
 
 
-# What each variant replaces in `transposed`: the whole grad_input, or (for
-# `gemm`, which matters in f16/bf16 1x1 only) the rule that takes the
-# weight-first GEMM, forced on grouped layers too.
+# What each variant replaces: the whole grad_input (`transposed`), or (for
+# `gemm`, which matters in f16/bf16 1x1 only) the plan's rule that takes the
+# weight-first GEMM (`plan.grad_input`), forced on grouped layers too.
 VARIANTS = {
     "auto": None,
-    "reduction-first": ("grad_input_transposed", reduction_first),
-    "im2col": ("grad_input_transposed", im2col_matmul),
-    "gemm": ("transposed_gemm_applies", lambda spec: True),
+    "reduction-first": (transposed, "grad_input_transposed", reduction_first),
+    "im2col": (transposed, "grad_input_transposed", im2col_matmul),
+    "gemm": (gi, "transposed_gemm_applies", lambda spec, tuning: True),
 }
 
 
@@ -119,7 +118,7 @@ VARIANTS = {
 def _variant(name: str) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
         if VARIANTS[name] is not None:
-            stack.enter_context(mock.patch.object(transposed, *VARIANTS[name]))
+            stack.enter_context(mock.patch.object(*VARIANTS[name]))
         functional.clear_cache()
         try:
             yield

@@ -14,7 +14,7 @@ are woven into the kernel by `contraction_forms.interleave_by_gather`. A
 Right on the CPU (`tests/test_weight_phases.py`), wrong in f16/bf16 on the
 H100 on every layer with a phase of one tap in some dim, as IREE 3.13's
 CUDA code computes the 1x1 weight-gradient contraction itself
-(docs/performance.md, "Read first"), so the lowering keeps im2col.
+(docs/performance-journal.md, "Read first"), so the lowering keeps im2col.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from torch_mlir.dialects import arith, tensor
 
 from iree_bwdconv import contraction_forms as forms
 from iree_bwdconv import linalg_builders as lb
-from iree_bwdconv.options import LoweringOptions
+from iree_bwdconv.plan import Plan
+from iree_bwdconv.plan import grad_weight as gw
 from iree_bwdconv.spec import ConvBackwardSpec
 from iree_bwdconv.tap_tables import gather_blocks, unflatten
 
@@ -86,14 +87,15 @@ def _residue_classes(spec: ConvBackwardSpec, input_: ir.Value,
     return gather_blocks(shapes, elem, reads_of, read)
 
 
-# (spec, plain, windowed, rows, columns, *, options) -> dw: `gradients.grad_weight_contraction`.
+# (spec, plain, windowed, rows, columns, split) -> dw: `gradients.grad_weight_contraction`.
 Contraction = Callable[..., ir.Value]
 
 
 def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value, contraction: Contraction, *,
-                options: LoweringOptions) -> ir.Value:
+                plan: Plan) -> ir.Value:
     """dw[f, c, k] over every phase: each phase's taps `k = rho + j*s` per dim
-    from the stride-1 `contraction` of dy with the input's class `rho`."""
+    from the stride-1 `contraction` of dy with the input's class `rho`, split
+    by images as the plan's rule splits that phase (`plan.grad_weight.image_split`)."""
     combos = list(itertools.product(*(weight_phases(k, s) for k, s in zip(spec.kernel, spec.stride))))
     classes = _residue_classes(spec, input_, combos)
     dy = lb.expand_dim(grad_output, 1, (1, spec.out_channels))  # [n, g, f, o...]
@@ -105,7 +107,8 @@ def grad_weight(spec: ConvBackwardSpec, grad_output: ir.Value, input_: ir.Value,
         taps = [ph.taps for ph in phases]
         # The phase as a layer of its own: its taps, stride 1.
         phase = dataclasses.replace(spec, weight_shape=(spec.out_channels, c, *taps), stride=unit)
-        part = contraction(phase, dy, lb.expand_dim(source, 1, (1, c)), spec.out_channels, c, options=options)
+        split = gw.image_split(phase, plan.options, plan.tuning)
+        part = contraction(phase, dy, lb.expand_dim(source, 1, (1, c)), spec.out_channels, c, split)
         parts[tuple(ph.residue for ph in phases)] = lb.pad(part, [0] * (2 + len(taps)),
                                                            [0, 0] + [t - own for t, own in zip(longest, taps)])
     if len(parts) == 1:  # one phase per dim: its taps are the kernel's

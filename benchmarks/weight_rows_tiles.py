@@ -1,7 +1,7 @@
 """The tile IREE 3.13 gives the output channels of `weight_rows`' contraction
 on CUDA: where it does not divide them, the contraction reads past
 grad_output's last channel, and read in place that faulted on the GPU
-(docs/performance.md, "The weight rows' tiles"). Static: compiled here to
+(docs/performance-journal.md, "The weight rows' tiles"). Static: compiled here to
 IREE's executable configurations, nothing runs.
 
     ./dev python -m benchmarks.weight_rows_tiles   # a table, one row a layer
@@ -16,8 +16,10 @@ import re
 from typing import Iterator, NamedTuple
 from unittest import mock
 
-from iree_bwdconv import functional, geometry, pipeline, weight_rows
+from iree_bwdconv import functional, geometry, pipeline
 from iree_bwdconv.options import LoweringOptions
+from iree_bwdconv.plan import grad_weight as gw
+from iree_bwdconv.plan.tuning import for_target
 from iree_bwdconv.spec import ConvBackwardSpec
 
 from . import gpu_compile_sweep
@@ -53,7 +55,7 @@ def spec_of(layer: Layer, dtype: str = "f16") -> ConvBackwardSpec:
 def channel_tile(spec: ConvBackwardSpec) -> int:
     """IREE's workgroup tile along the output channels of the rows'
     contraction (the second dim of its iteration space: [split, f, c, ...]).
-    Where grad_output's copy has `weight_rows.padded_channels`, IREE slices
+    Where grad_output's copy has padded channels (`plan.grad_weight.rows_padding`), IREE slices
     the contraction back to the real channels and reads them from the copy."""
     functional.clear_cache()
     ir_text = pipeline.iree_compile_to(functional.lowered(spec, target="cuda"), "cuda", "executable-configurations")
@@ -69,16 +71,17 @@ def channel_tile(spec: ConvBackwardSpec) -> int:
 
 def rows_tile(spec: ConvBackwardSpec) -> int:
     """`channel_tile` of the rows' contraction, taken whatever the rule says."""
-    with mock.patch.object(weight_rows, "applies", lambda _spec, *, options: True):
+    with mock.patch.object(gw, "rows_apply", lambda _spec, options, tuning: True):
         return channel_tile(spec)
 
 
 def table_rows() -> Iterator[str]:
     for layer in LAYERS:
         spec = spec_of(layer)
-        taken = weight_rows.applies(spec, options=LoweringOptions(target="cuda"))
-        tile, channels = rows_tile(spec), layer.f + weight_rows.padded_channels(spec)
-        in_place = weight_rows.padded_positions(spec) == 0
+        taken = gw.rows_apply(spec, LoweringOptions(target="cuda"), for_target("cuda"))
+        positions, padded_channels = gw.rows_padding(spec, for_target("cuda"))
+        tile, channels = rows_tile(spec), layer.f + padded_channels
+        in_place = positions == 0
         yield (f"| n{layer.n} c{layer.c} k{layer.f} {layer.size[0]}x{layer.size[1]} s{layer.stride} "
                f"| {'in place' if in_place else f'copied, {channels} channels'} | {tile} "
                f"| {'yes' if channels % tile == 0 else 'NO'} | {'rows' if taken else 'im2col'} |")

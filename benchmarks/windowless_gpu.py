@@ -8,7 +8,7 @@ grouped forward of such a window, and the direct form forced on a 1x1
 kernel, and the grouped 1x1 weight gradient's contraction (`WEIGHT_LAYERS`,
 grad_weight alone). Right (with `check_on_gpu.py`) and how fast (with `run_on_gpu.py`),
 on layers sized for timing and on `gpu_check`'s small ones, beside torch
-eager. The evidence for `targets.widens_windowless`.
+eager. The evidence for `plan.targets.widens_windowless`.
 
     ./dev python -m benchmarks.windowless_gpu prepare .bench-windowless [NAME-PART]  # here
     CHECK_TIMEOUT_S=40 python3 benchmarks/check_on_gpu.py .bench-windowless     # there
@@ -29,7 +29,8 @@ from unittest import mock
 
 import torch
 
-from iree_bwdconv import functional, targets
+from iree_bwdconv import functional
+from iree_bwdconv.plan import targets
 
 from . import gpu_check, modules
 
@@ -71,8 +72,8 @@ def _variant(name: str) -> Iterator[None]:
     """`widened`: the rule as it stood (every such window in f32); `half`: none widened."""
     with contextlib.ExitStack() as stack:
         every = targets.half_precision_on_gpu
-        rule = ((lambda target, dtype, channels: False) if name == "half"
-                else (lambda target, dtype, channels: every(target, dtype)))
+        rule = ((lambda target, dtype, channels, tuning: False) if name == "half"
+                else (lambda target, dtype, channels, tuning: every(target, dtype)))
         stack.enter_context(mock.patch.object(targets, "widens_windowless", rule))
         functional.clear_cache()
         try:

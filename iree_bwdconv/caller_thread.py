@@ -9,7 +9,7 @@ it from the worker and spins on a flag only the worker can set, until the
 scheduler moves one of them. On the project's 2-CPU machine that made
 ResNet-50's stem grad_weight take a median 2.4-3.0 ms a call and 6-8 ms at
 the 90th percentile; with the caller under SCHED_BATCH, whose wake-ups
-do not preempt, 2.0-2.3 and 2.3-3.5 (docs/performance.md, "The caller's
+do not preempt, 2.0-2.3 and 2.3-3.5 (docs/performance-journal.md, "The caller's
 wake-up on the CPU").
 
 So a CPU call runs with its calling thread under SCHED_BATCH, and the

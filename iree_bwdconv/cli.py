@@ -78,6 +78,8 @@ def cmd_opt(args: argparse.Namespace) -> int:
         raise InvalidArgumentError("--pattern", unknown[0], f"known patterns: {', '.join(registry)}")
     selected = tuple(registry[name] for name in args.pattern) if args.pattern else None
     options = _options(args)
+    if selected:
+        options = lowering.patterns.options_for_selection(selected, options)
     outputs = []
     for chunk in _chunks(_read(args.input), args.split_input_file):
         module = _parse(chunk, args.input)
@@ -180,7 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("input", help="a .mlir file, or - for stdin")
     opt.add_argument("-o", "--output")
     opt.add_argument("--pattern", action="append", metavar="NAME",
-                     help="run only this registered pattern (repeatable; default: all)")
+                     help="run only this registered pattern (repeatable; default: all); the direct pattern "
+                          "without the strided ones lowers every grad_input in the direct form")
     opt.add_argument("--target", choices=TARGETS, default="cpu",
                      help="the IREE target the forms are chosen for (default cpu)")
     opt.add_argument("--split-input-file", action="store_true",

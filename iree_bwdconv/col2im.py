@@ -35,7 +35,6 @@ from . import geometry
 from . import linalg_builders as lb
 from .gradients import ACCUMULATOR
 from .linalg_builders import PARALLEL, REDUCTION
-from .options import LoweringOptions
 from .spec import ConvBackwardSpec
 
 Phases = tuple[geometry.Phase, ...]
@@ -56,12 +55,11 @@ GPU_MAX_COLUMN_GROWTH = 1.25
 
 def phase_sums(
     spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value, live: Sequence[Phases], rows: Sequence[int],
-    *, options: LoweringOptions
+    *, images_first: bool
 ) -> dict[tuple[int, ...], ir.Value]:
     """{position residues: dx_r[n, c, *rows] in f32} for each live phase
     combination, each computed over every row of the position grid."""
     spans = geometry.live_spans(live, rows)
-    images_first = options.target != "cpu"
     products = (taps_first_per_image if images_first else taps_first)(spec, grad_output, weight, spans)
     return {tuple(ph.position_residue for ph in phases): _phase_sum(spec, products, phases, spans, rows, images_first)
             for phases in live}

@@ -55,15 +55,22 @@ def default_dir() -> Path:
     return Path(base) / "iree-bwdconv"
 
 
-@functools.cache
-def lowering_digest() -> str:
-    """A digest of this package's own code and kernels: an edited pattern (a
-    development checkout keeps its version number) must not reuse old modules."""
-    digest = hashlib.sha256()
+def digested_files() -> list[Path]:
+    """This package's own code and kernels, its subpackages (the plan's
+    rules) and the patterns included: what `lowering_digest` reads."""
     root = Path(__file__).parent
     patterns_dir = Path(importlib.import_module("iree_bwdconv.patterns").__file__).parent
     kernels = [path for path in (root / "kernels").iterdir() if path.suffix in (".py", ".ptx", ".json")]
-    for path in sorted([*root.glob("*.py"), *patterns_dir.glob("*.py"), *kernels]):
+    return sorted({*root.rglob("*.py"), *patterns_dir.glob("*.py"), *kernels})
+
+
+@functools.cache
+def lowering_digest() -> str:
+    """A digest of this package's own code and kernels: an edited pattern or
+    rule (a development checkout keeps its version number) must not reuse
+    old modules."""
+    digest = hashlib.sha256()
+    for path in digested_files():
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 

@@ -4,7 +4,7 @@ IREE 3.13's GPU code generation refuses some of the forms the rules pick
 at sizes no rule foresaw: on gfx942 a grouped 1-D phase convolution asked
 for more shared memory than the chip has at 64 positions and compiled at
 75, and a grouped weight gradient failed bufferization when split
-(docs/performance.md, "Compile failures on gfx942, and the plain
+(docs/performance-journal.md, "Compile failures on gfx942, and the plain
 forms"). Where the usual forms fail to compile, the same op is lowered
 again in the plain forms (`LoweringOptions.plain_forms`: the direct grad_input,
 weight gradients in one sum) and compiled; a warning says so and where the

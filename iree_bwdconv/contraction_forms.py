@@ -6,7 +6,7 @@ On this CPU the same stride-1 3x3 grad_input ran 50 ms as a generic with a
 unit group dim and a reduction-first weight layout, and 3 ms with the maps
 of `linalg.conv_2d_nchw_fchw`; the same grad_weight ran 67 ms as a generic
 contraction, 51 ms as a convolution over transposed operands and 4.3 ms as
-an im2col gather feeding a row-major matmul (docs/performance.md). Every op
+an im2col gather feeding a row-major matmul (docs/performance-journal.md). Every op
 here is still a `linalg.generic`.
 """
 
@@ -18,10 +18,9 @@ from typing import Optional, Sequence
 from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg, tensor
 
-from . import geometry, targets
+from . import geometry
 from . import linalg_builders as lb
 from .linalg_builders import PARALLEL, REDUCTION
-from .options import LoweringOptions
 
 
 def positions_first(kernel: Sequence[int], out_sizes: Sequence[int]) -> bool:
@@ -85,17 +84,16 @@ def grouped_conv(source: ir.Value, filter_: ir.Value, groups: int, out_sizes: Se
 
 def windowless_grouped_conv(source: ir.Value, filter_: ir.Value, groups: int, out_sizes: Sequence[int],
                             strides: Sequence[int], dilations: Sequence[int], dtype: str,
-                            acc: ir.Type, *, options: LoweringOptions) -> ir.Value:
+                            acc: ir.Type, *, widened: bool) -> ir.Value:
     """`grouped_conv` of a `dtype` convolution whose window slides along no
     dim (`geometry.slides_no_window`) on a GPU target: the rows it reads of
     `source` copied at unit step, then the convolution over them without
     stride or dilation. The copy and the filter are widened to f32 where a
-    group's channels are off IREE's MMA tile (`targets.widens_windowless`),
+    group's channels are off IREE's MMA tile (`widened`, the plan's),
     in the copy: IREE 3.13's GPU codegen failed on a widening fused into a
     strided grouped contraction ("failed to apply fusion + hoisting
     patterns")."""
-    outputs, channels, *kernel = lb.sizes_of(filter_)
-    widened = targets.widens_windowless(options.target, dtype, (channels, outputs // groups))
+    kernel = lb.sizes_of(filter_)[2:]
     elem = lb.element_type("f32" if widened else dtype)
     steps, rows = geometry.windowless_reads(kernel, strides, dilations, out_sizes)
     unit = [1] * len(kernel)
@@ -130,7 +128,7 @@ def weight_first_gemm(taps: ir.Value, source: ir.Value, init: ir.Value) -> ir.Va
     first operand, as in every convolution-shaped generic) computed f16 and
     bf16 wrongly on the H100 (largest error 1.2-1.5 times the largest
     value, eight 1x1 layers), and right with the weight first
-    (docs/performance.md, "Read first")."""
+    (docs/performance-journal.md, "Read first")."""
     lead = ir.RankedTensorType(taps.type).rank - 1  # 1, or 2 with a group dim
     r = ir.RankedTensorType(source.type).rank - 1 - lead
     num = lead + 2 + r
@@ -156,7 +154,7 @@ def im2col_matmul(
     matmul with the filter as [f*k, c] (see `matmul`), then the result
     transposed back to [n, c, o...]. A 1x1 kernel's gather is a plain
     transpose. On this CPU the convolution-shaped generic ran 3x-5x slower
-    on 1x1 kernels (docs/performance.md). `source` is read from its start:
+    on 1x1 kernels (docs/performance-journal.md). `source` is read from its start:
     pad or crop it beforehand."""
     sizes, kernel = lb.sizes_of(source), lb.sizes_of(filter_)[2:]
     r = len(kernel)

@@ -10,7 +10,7 @@ the convolution's result is inserted into a larger tensor (a stride phase
 into grad_input, a group into its channels) and the result has a dim of one
 after a larger one (a phase of one row, say), the store drops a dim after
 its first kept one: the values land in the wrong places, or iree-compile
-fails ("offset ... is out-of-bounds"). docs/performance.md, "A batchless
+fails ("offset ... is out-of-bounds"). docs/performance-journal.md, "A batchless
 convolution on the CPU", has the smallest module that shows it. GPU
 targets' pipelines do not run that pass; the same modules were right on an
 H100.

@@ -1,5 +1,5 @@
 """The CPU's matmuls for a weight gradient whose im2col gather is laid
-out columns-first (`gradients.im2col_columns_first`: a deep reduction,
+out columns-first (`plan.grad_weight.columns_first`: a deep reduction,
 unstrided or with a narrow result): the gather, one (channel, tap) row over
 every image and position, multiplied by grad_output channels-last and
 split-K; where the gather would copy the windowed operand as it is (a 1x1
@@ -9,7 +9,7 @@ IREE 3.13's CPU code runs a matmul whose second operand is read along its
 rows, [k, n] with n innermost, faster than one with both operands read along
 the reduction; and on this project's 2-core CPU a matmul over a reduction
 of a few thousand terms ran faster as partial sums over chunks of about a
-thousand (docs/performance.md, "The columns-first gather as the matmul's
+thousand (docs/performance-journal.md, "The columns-first gather as the matmul's
 first operand, split-K"). Sums are f32, as `gradients.ACCUMULATOR`.
 """
 
@@ -20,30 +20,16 @@ import math
 from torch_mlir import ir
 
 from . import contraction_forms as forms
-from . import geometry
 from . import linalg_builders as lb
 from .linalg_builders import PARALLEL, REDUCTION
-
-# The reduction is split into the fewest equal chunks of at most MAX_CHUNK
-# terms; not split where that would take chunks shorter than MIN_CHUNK (a
-# length with no divisor in between). On the 2-core CPU (f32) the split ran
-# ResNet-50's stem gradient 1.8x and its 3x3 c128 layer's 1.13x faster
-# than one sum (`benchmarks/cpu_weight_layout.py`); the matmul of the c64
-# layer alone 1.3x faster, with chunks of 392 to 1568 terms level within
-# the machine's noise.
-MAX_CHUNK = 1024
-MIN_CHUNK = 256
+from .plan.grad_weight import cpu_chunks
+from .plan.tuning import Tuning
 
 
-def chunks(length: int) -> int:
-    """Partial sums for a reduction of `length` terms (1: not split)."""
-    return geometry.fewest_chunks(length, MAX_CHUNK, MIN_CHUNK)
-
-
-def columns_first_matmul(plain: ir.Value, cols: ir.Value, out_sizes: list[int]) -> ir.Value:
+def columns_first_matmul(plain: ir.Value, cols: ir.Value, out_sizes: list[int], tuning: Tuning) -> ir.Value:
     """out[(g,) row, col] = sum_t cols[(g,) col, t] * plain[n, (g,) row, o..]
     over t = (n, o..): the gather [(g,) col, t] times grad_output
-    channels-last [(g,) t, row], split-K (`chunks`), then transposed to
+    channels-last [(g,) t, row], split-K (`cpu_chunks`), then transposed to
     [(g,) row, col]."""
     r = ir.RankedTensorType(plain.type).rank - 3
     grouped = len(out_sizes) == 3
@@ -51,7 +37,7 @@ def columns_first_matmul(plain: ir.Value, cols: ir.Value, out_sizes: list[int]) 
     if not grouped:  # [1, t, row] -> [t, row]
         channels_last = lb.collapse_dims(channels_last, 0)
     swapped = [*out_sizes[:-2], out_sizes[-1], out_sizes[-2]]
-    split = chunks(ir.RankedTensorType(cols.type).shape[-1])
+    split = cpu_chunks(ir.RankedTensorType(cols.type).shape[-1], tuning)
     if split > 1:
         acc = forms.split_matmul(cols, channels_last, swapped, split, multiple=1)
     else:
@@ -60,17 +46,17 @@ def columns_first_matmul(plain: ir.Value, cols: ir.Value, out_sizes: list[int]) 
     return forms.transpose(acc, [*range(lead), lead + 1, lead])
 
 
-def per_image_matmul(plain: ir.Value, windowed: ir.Value, out_sizes: list[int]) -> ir.Value:
+def per_image_matmul(plain: ir.Value, windowed: ir.Value, out_sizes: list[int], tuning: Tuning) -> ir.Value:
     """out[(g,) row, col] = sum_{n,o} windowed[n, g, col, o..] * plain[n, g, row, o..]
     with no gather: partial sums over each image's positions in chunks s,
     part[n, s, g, col, row] = sum_j windowed[n, g, col, (s, j)] * plain_cl[n, g, (s, j), row]
-    (plain channels-last, `chunks` of the positions), then the sum over
+    (plain channels-last, `cpu_chunks` of the positions), then the sum over
     (n, s) written [(g,) row, col]."""
     r = ir.RankedTensorType(plain.type).rank - 3
     images, groups, cols_per_group = ir.RankedTensorType(windowed.type).shape[:3]
     rows = ir.RankedTensorType(plain.type).shape[2]
     positions = math.prod(ir.RankedTensorType(windowed.type).shape[3:])
-    split = chunks(positions)
+    split = cpu_chunks(positions, tuning)
     chunk = (split, positions // split)
     lhs = lb.expand_dim(forms.collapse_range(windowed, 3, 3 + r), 3, chunk)  # [n, g, col, s, j]
     rhs = forms.collapse_range(forms.transpose(plain, [0, 1, *range(3, 3 + r), 2]), 2, 2 + r)

@@ -7,7 +7,7 @@ grad_weight ran 2x-20x slower than the same work with the groups sliced
 apart, each group an ungrouped convolution that IREE tiles and vectorizes
 as it does any other: the forward 3x-17x with 2 to 16 channels per group
 (`benchmarks/forward_cpu.py`), the g32 shape's grad_input 5x and
-grad_weight 2x (docs/performance.md, "Grouped convolutions on the CPU").
+grad_weight 2x (docs/performance-journal.md, "Grouped convolutions on the CPU").
 Depthwise convolutions (one input channel per group) are the exception:
 IREE recognizes them as such, and slicing them apart ran 1.1x-1.4x slower,
 so they keep the grouped form.
@@ -18,23 +18,14 @@ are inserted side by side into one tensor.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Callable, Sequence
 
 from torch_mlir import ir
 from torch_mlir.dialects import tensor
 
 from . import linalg_builders as lb
-from .options import LoweringOptions
+from .plan import one_group_spec
 from .spec import ConvBackwardSpec
-
-MIN_CHANNELS_PER_GROUP = 2
-
-
-def applies(groups: int, in_channels: int, *, options: LoweringOptions) -> bool:
-    """Split on the CPU when there are groups and each has at least
-    MIN_CHANNELS_PER_GROUP input channels."""
-    return options.target == "cpu" and groups > 1 and in_channels // groups >= MIN_CHANNELS_PER_GROUP
 
 
 def channel_slice(value: ir.Value, axis: int, group: int, width: int) -> ir.Value:
@@ -59,19 +50,6 @@ def concat(parts: Sequence[ir.Value], axis: int) -> ir.Value:
     return result
 
 
-def ungrouped_spec(spec: ConvBackwardSpec) -> ConvBackwardSpec:
-    """The spec of one group's convolution_backward, with groups=1."""
-    g = spec.groups
-    go, x, w = spec.grad_output_shape, spec.input_shape, spec.weight_shape
-    return dataclasses.replace(
-        spec,
-        grad_output_shape=(go[0], go[1] // g, *go[2:]),
-        input_shape=(x[0], x[1] // g, *x[2:]),
-        weight_shape=(w[0] // g, *w[1:]),
-        groups=1,
-    )
-
-
 GradientBuilder = Callable[[ConvBackwardSpec, ir.Value, ir.Value, ir.Value], ir.Value]
 
 # Where each group's gradient goes in the whole one: grad_input's channels,
@@ -85,7 +63,7 @@ def per_group(
 ) -> ir.Value:
     """`build(spec, grad_output, input_, weight)` once per group, on that
     group's channels with an ungrouped spec, concatenated."""
-    g, one = spec.groups, ungrouped_spec(spec)
+    g, one = spec.groups, one_group_spec(spec)
     parts = [
         build(
             one,

@@ -5,7 +5,7 @@ rows (N) before the innermost of its first operand's (M), IREE's CUDA code for t
 intrinsics returns wrong numbers: 112%-186% of the largest value off,
 where the same contraction with its loops in (batch, M, N, K) order is
 right, whatever the operands' and the result's layouts
-(`benchmarks/mma_order.py`, docs/performance.md "Loop order and the MMA
+(`benchmarks/mma_order.py`, docs/performance-journal.md "Loop order and the MMA
 intrinsics"). IREE keeps a generic's loop order and folds unit dims
 before it forms dispatches, so the order that counts is the dispatch's:
 this module reads it from IREE's configured executables

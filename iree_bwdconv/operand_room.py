@@ -2,7 +2,7 @@
 
 IREE 3.13's CUDA code for an f16/bf16 contraction that it pads to its MMA
 tiles reads up to one row past an operand whose last tile is partial (the
-missing rows' threads read the row just past the end; docs/performance.md,
+missing rows' threads read the row just past the end; docs/performance-journal.md,
 "Reads past an operand's end"). The values read reach only dropped rows
 of the result, so every number is right, but compute-sanitizer's memcheck
 reports the read and then hangs, and a read past mapped memory faults.
@@ -15,7 +15,7 @@ contraction a slice of that buffer. `util.optimization_barrier` keeps IREE
 from folding the copy and the slice away; it also makes IREE wait on the
 host for the copies before the rest of the call. So it is off by default:
 it costs a copy of each operand and that wait (measured in
-docs/performance.md), to make the modules clean under memcheck. gfx942
+docs/performance-journal.md), to make the modules clean under memcheck. gfx942
 needs none of it: its loads are bounded by each operand's size. A dynamic
 dim (a dynamic batch) counts as one of more than one element: its room is
 one slice more than the size it has at run time.

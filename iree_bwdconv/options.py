@@ -17,7 +17,7 @@ from .errors import InvalidArgumentError
 
 TARGETS = ("cpu", "gfx942", "cuda")
 # grad_input forms of a strided data gradient; "auto" lets the rules pick
-# (patterns/convolution_backward_phases.choose_form).
+# (`plan.grad_input.strided_form`).
 GRAD_INPUT_FORMS = ("auto", "per-phase", "sub-pixel", "col2im", "direct")
 GRAD_INPUT_FORM_VARIABLE = "IREE_BWDCONV_GRAD_INPUT_FORM"
 OPERAND_ROOM_VARIABLE = "IREE_BWDCONV_OPERAND_ROOM"

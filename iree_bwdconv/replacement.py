@@ -12,26 +12,25 @@ from torch_mlir import ir
 
 from . import gradients, group_split, torch_ir, transposed
 from .errors import InvalidArgumentError
-from .options import LoweringOptions
+from .plan import Plan
 from .spec import ConvBackwardSpec
 
-# (spec, grad_output, weight, *, options) -> grad_input
+# (spec, grad_output, weight, *, plan) -> grad_input
 GradInputBuilder = Callable[..., ir.Value]
 
 
-def replace_convolution_backward(
-    op: ir.Operation, rewriter, spec: ConvBackwardSpec, grad_input: GradInputBuilder, *, options: LoweringOptions
-) -> None:
+def replace_convolution_backward(op: ir.Operation, rewriter, plan: Plan, grad_input: GradInputBuilder) -> None:
     """Replace the op by the gradients its output_mask asks for, building
     grad_input with the pattern's own form (`transposed`'s for a transposed
-    convolution) and the others with `gradients`; on the CPU, grouped ones
-    group by group (`group_split`)."""
+    convolution) and the others with `gradients`, each as `plan` says;
+    group by group where it says so (`group_split`)."""
+    spec = plan.spec
     input_form = transposed.grad_input_transposed if spec.transposed else grad_input
     builders = {
-        "grad_input": lambda s, dy, x, w: input_form(s, dy, w, options=options),
-        "grad_weight": lambda s, dy, x, w: gradients.grad_weight(s, dy, x, options=options),
+        "grad_input": lambda s, dy, x, w: input_form(s, dy, w, plan=plan),
+        "grad_weight": lambda s, dy, x, w: gradients.grad_weight(s, dy, x, plan=plan),
     }
-    split = group_split.applies(spec.groups, spec.in_channels, options=options)
+    split = plan.group_split
     with rewriter.ip, op.location:
         operands = [torch_ir.to_builtin(v) for v in list(op.operands)[:3]]
         results = []
@@ -40,7 +39,7 @@ def replace_convolution_backward(
             if type_ is None:
                 value = torch_ir.none_value()
             elif name == "grad_bias":  # the same sum with or without groups
-                value = torch_ir.from_builtin(gradients.grad_bias(spec, operands[0], options=options), type_)
+                value = torch_ir.from_builtin(gradients.grad_bias(spec, operands[0], plan=plan), type_)
             elif split:
                 value = torch_ir.from_builtin(group_split.per_group(spec, name, builders[name], *operands), type_)
             else:

@@ -45,7 +45,7 @@ log = logging.getLogger("iree_bwdconv")
 # IREE's caching allocator keeps a call's freed buffers for the next call
 # of the same sizes. Without it each CUDA call pays cuMemAlloc and cuMemFree
 # for its results and transients: with it, the strided 1x1 layers' calls
-# ran 1.5x-2.9x faster on an H100 (docs/performance.md, "The runtime's CUDA
+# ran 1.5x-2.9x faster on an H100 (docs/performance-journal.md, "The runtime's CUDA
 # allocator"). The cache holds at most this many bytes, live buffers
 # counted; 0 turns it off.
 CUDA_CACHE_ENV = "IREE_BWDCONV_CUDA_CACHE_BYTES"

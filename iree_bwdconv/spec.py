@@ -286,3 +286,28 @@ def make_spec(
         groups=groups,
         output_mask=mask,  # type: ignore[arg-type]
     )
+
+
+def layer_spec(batch: Optional[int], in_channels: int, out_channels: int, sizes: Sequence[int],
+               kernel: Sequence[int], stride: Sequence[int] = (), padding: Sequence[int] = (),
+               dilation: Sequence[int] = (), groups: int = 1, dtype: str = "f32", transposed: bool = False,
+               output_padding: Sequence[int] = (), output_mask: Sequence[bool] = (True, True, True)) -> ConvBackwardSpec:
+    """The spec of the convolution_backward of one layer, described as a
+    user describes a layer: `in_channels` and `sizes` are its input's, and
+    grad_output's sizes follow (a stride, padding or dilation left empty is
+    1, 0 or 1 in every dim). `batch` None is a dynamic batch."""
+    rank = len(sizes)
+    stride, dilation = tuple(stride) or (1,) * rank, tuple(dilation) or (1,) * rank
+    padding, output_padding = tuple(padding) or (0,) * rank, tuple(output_padding) or (0,) * rank
+    if len(kernel) != rank:
+        raise InvalidArgumentError("kernel", list(kernel), f"expected {rank} sizes, one per spatial dim")
+    if transposed:
+        out = [geometry.transposed_output_size(*dim) for dim in zip(sizes, kernel, stride, padding, dilation,
+                                                                      output_padding)]
+        weight = (in_channels, out_channels // groups, *kernel)
+    else:
+        out = [geometry.conv_output_size(*dim) for dim in zip(sizes, kernel, stride, padding, dilation)]
+        weight = (out_channels, in_channels // groups, *kernel)
+    return make_spec((batch, out_channels, *out), (batch, in_channels, *sizes), weight,
+                     {"grad_output": dtype, "input": dtype, "weight": dtype}, None, stride, padding, dilation,
+                     transposed, output_padding, groups, output_mask)

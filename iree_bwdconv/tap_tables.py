@@ -38,7 +38,7 @@ def one_tap(weight: ir.Value, tap: list[int]) -> ir.Value:
     the GEMM's map, and its CUDA configuration then tiles the GEMM by 8
     positions (5.5 ms against 2.9 on a 1x1 c512 100x100 layer). Keeping
     it behind `util.optimization_barrier` cost a host wait between two
-    submissions on every call instead (docs/performance.md, "Taps without
+    submissions on every call instead (docs/performance-journal.md, "Taps without
     a barrier")."""
     source = lb.collapse_dims(weight, 0)  # [f, c, *k]
     f_out, c_in = lb.sizes_of(source)[:2]
@@ -53,25 +53,6 @@ def one_tap(weight: ir.Value, tap: list[int]) -> ir.Value:
     return lb.expand_axis(flat, 0, [c_in, f_out])
 
 
-def decoded_sizes(spec: ConvBackwardSpec, live: list[tuple[geometry.Phase, ...]]) -> list[int]:
-    """What `all_tap_tables` divides its flat index by: the groups, the
-    channels a group each way and every phase's taps per dim."""
-    sizes = [spec.groups, spec.in_channels_per_group, spec.out_channels_per_group]
-    return sizes + [ph.taps for phases in live for ph in phases]
-
-
-def decodes_by_shifts(spec: ConvBackwardSpec, live: list[tuple[geometry.Phase, ...]]) -> bool:
-    """Whether every size `all_tap_tables` decodes by is a power of two.
-    Dividing by others, IREE 3.13's CUDA code for that gather failed to
-    compile on layers with a stride-1 dim beside a strided one (3x3 at
-    stride (1, 2), three taps in a phase), and on a 1-D k3 s2 layer with
-    48 channels: "LLVM ERROR: Cannot select: v2i16,v2i16 = umul_lohi" (LLVM
-    pairs two elements' divisions into a 16-bit vector that NVPTX cannot
-    multiply). A table per phase has no division and compiled on every one
-    of them (docs/performance.md, "Random layers compiled for GPUs")."""
-    return all(size & (size - 1) == 0 for size in decoded_sizes(spec, live))
-
-
 def all_tap_tables(spec: ConvBackwardSpec, weight: ir.Value, live: list[tuple[geometry.Phase, ...]]) -> list[ir.Value]:
     """Every live phase's reversed taps, gathered by one op into one flat
     buffer (a dispatch of its own, as `one_tap` is) that holds each
@@ -80,7 +61,7 @@ def all_tap_tables(spec: ConvBackwardSpec, weight: ir.Value, live: list[tuple[ge
     the convolution's filter. A gather per phase was a dispatch per phase on
     IREE's GPU code (`tap_table`, `one_tap`), and GPU calls pay for each
     dispatch: Retinanet's grad_input took 0.31-0.33 ms on the H100 with one
-    table against 0.47-0.54 with a table per phase (docs/performance.md,
+    table against 0.47-0.54 with a table per phase (docs/performance-journal.md,
     "One tap table"). Kernels 5 or more wide keep a table per phase, which
     ran 1.04x-1.18x faster on four of the five such layers measured."""
     g, f_out, c_in = lb.sizes_of(weight)[:3]

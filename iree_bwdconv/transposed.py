@@ -1,14 +1,13 @@
 """grad_input of a transposed convolution: a strided forward convolution of
 grad_output with the weight as it is (already output channel first), so
 no zeros are inserted and no phases are needed. An f16/bf16 1x1 kernel on
-GPU targets is a GEMM over every stride-th element of grad_output instead
-(`targets.one_tap_half_on_gpu`), or, like a wider kernel that slides along
-no dim (`targets.windowless_half_on_gpu`), the rows it reads copied (in
-f32 where `targets.widens_windowless`) and a convolution over them without
-stride, its positions' loops before its channels' (`contraction_forms.conv`); a
-strided ungrouped one in f32 an im2col gather and the named matmul
-(`targets.one_tap_strided_f32_on_gpu`; wider kernels keep the strided
-convolution, which ran faster than im2col on five of six layers).
+GPU targets is a GEMM over every stride-th element of grad_output instead,
+or, like a wider kernel that slides along no dim, the rows it reads copied
+(in f32 off IREE's MMA tile) and a convolution over them without stride,
+its positions' loops before its channels' (`contraction_forms.conv`); a
+strided ungrouped one in f32 an im2col gather and the named matmul (wider
+kernels keep the strided convolution, which ran faster than im2col on five
+of six layers). `plan.grad_input.transposed_form` says which.
 """
 
 from __future__ import annotations
@@ -18,20 +17,20 @@ import math
 from torch_mlir import ir
 
 from . import contraction_forms as forms
-from . import geometry, gradients, targets
+from . import geometry, gradients
 from . import linalg_builders as lb
-from .options import LoweringOptions
+from .plan import Plan
 from .spec import ConvBackwardSpec
 
 
-def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value,
-                          *, options: LoweringOptions) -> ir.Value:
+def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value, *, plan: Plan) -> ir.Value:
     """Input gradient of a transposed convolution: a strided forward
-    convolution of dy, so no zeros are inserted.
+    convolution of dy, so no zeros are inserted, in the form
+    `plan.grad_input.transposed_form` names.
 
     dx[n,g,c,i] = sum_{f,k} dyp[n,g,f,i*s+k*d] * w[g,c,f,k]
     """
-    groups = spec.groups
+    groups, form = spec.groups, plan.grad_input.transposed_form
     window = (spec.output_spatial, spec.input_spatial, spec.kernel, spec.stride, spec.padding, spec.dilation)
     if any(map(geometry.reads_only_padding, *window)):
         return gradients.zeros_like_input(spec, grad_output)
@@ -40,34 +39,17 @@ def grad_input_transposed(spec: ConvBackwardSpec, grad_output: ir.Value, weight:
     w = weight  # [C, F/G, *K]: already the filter layout, output channel first
     stride, dilation = spec.stride, spec.dilation
     acc_type = lb.element_type(gradients.ACCUMULATOR)
-    if targets.one_tap_strided_f32_on_gpu(options.target, spec.dtype, spec.kernel, stride, groups):
+    if form == "im2col-matmul":
         acc = forms.im2col_matmul(dy, w, spec.dilation, acc_type, stride, output_channels_first=True)
         return lb.convert(acc, lb.element_type(spec.dtype))
-    if targets.one_tap_half_on_gpu(options.target, spec.dtype, spec.kernel) and transposed_gemm_applies(spec):
+    if form == "weight-first-gemm":
         return _transposed_one_tap_gemm(spec, dy, w)
-    if targets.windowless_half_on_gpu(options.target, spec.dtype, spec.kernel, spec.input_spatial):
+    if form == "windowless-conv":
         acc = forms.windowless_grouped_conv(dy, w, groups, spec.input_spatial, stride, dilation, spec.dtype, acc_type,
-                                            options=options)
+                                            widened=plan.grad_input.widened_windowless)
     else:
         acc = forms.grouped_conv(dy, w, groups, spec.input_spatial, stride, dilation, acc_type)
     return lb.convert(acc, lb.element_type(spec.dtype))
-
-
-# Channels per group from which a grouped transposed 1x1 kernel takes the
-# weight-first GEMM: right and 15x faster on the H100 with 128 input and 64
-# output channels per group; a grouped weight-first GEMM with 8 did not
-# finish in 120 s.
-TRANSPOSED_GEMM_MIN_GROUP_CHANNELS = 64
-
-
-def transposed_gemm_applies(spec: ConvBackwardSpec) -> bool:
-    """Whether a transposed 1x1 kernel in f16/bf16 on a GPU target takes the
-    weight-first GEMM (`_transposed_one_tap_gemm`) rather than its
-    convolution widened to f32. On the H100, n16 c512 k256 28x28 stride 2
-    (`benchmarks/transposed_gpu.py`): 0.17-0.19 ms against 141 ms
-    ungrouped, 0.26 against 4.1 in 4 groups; both right."""
-    per_group = min(spec.in_channels_per_group, spec.out_channels_per_group)
-    return spec.groups == 1 or per_group >= TRANSPOSED_GEMM_MIN_GROUP_CHANNELS
 
 
 def _transposed_one_tap_gemm(spec: ConvBackwardSpec, dy: ir.Value, weight: ir.Value) -> ir.Value:

@@ -6,7 +6,7 @@
 // RUN: env IREE_BWDCONV_GRAD_INPUT_FORM=col2im iree-bwdconv opt --pattern convolution_backward_phases --target cuda --split-input-file %s 2>/dev/null | FileCheck --check-prefix=COL2IM-GPU %s
 // RUN: iree-bwdconv opt --pattern convolution_backward_phases --target cuda --split-input-file %s 2>/dev/null | FileCheck --check-prefix=GPU-AUTO %s
 // RUN: iree-bwdconv opt --pattern convolution_backward_phases --target gfx942 --split-input-file %s 2>/dev/null | FileCheck --check-prefix=GFX942 %s
-// NOTE: convolution_backward_phases did not match torch.aten.convolution_backward {{.*}}: stride 1 in every dim
+// NOTE: convolution_backward_phases did not match torch.aten.convolution_backward {{.*}}: the plan's grad_input form is direct (unit_stride_direct: stride 1
 
 // 3x3 stride 2, per-phase form: four phases with 2x2, 2x1, 1x2 and 1x1 taps
 // (9 in all), each gathered reversed from the weight straight into the

@@ -1,5 +1,9 @@
 """The rewrite patterns of iree-bwdconv, one per module, and their registry.
 
+Each convolution_backward pattern matches where the op's plan
+(`iree_bwdconv.plan`) picks its form, so at most one of them matches an
+op whatever their order; the benefits only order the tries.
+
 A pattern's `rewrite(op, rewriter)` returns None when it rewrote the op and
 a sentence saying why it did not match otherwise; the callback handed to
 the rewrite API turns that into True, its "no match". `apply_patterns` keeps those
@@ -8,6 +12,7 @@ sentences, so a lowering that refuses an op can say why.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -67,6 +72,18 @@ def _recording(pattern: Pattern, mismatches: Mismatches, options: LoweringOption
         return bool(reason)  # the binding casts the result to bool, not to a str
 
     return callback
+
+
+def options_for_selection(patterns: tuple[Pattern, ...], options: LoweringOptions) -> LoweringOptions:
+    """The options under which `patterns` alone lower what their forms can
+    (`iree-bwdconv opt --pattern`): the plan picks one pattern per op, so
+    the direct pattern without the strided ones is given the direct form
+    of every grad_input, unless a form is forced already."""
+    names = {pattern.name for pattern in patterns}
+    strided = {convolution_backward_phases.NAME, convolution_backward_kernel.NAME}
+    if convolution_backward.NAME in names and not names & strided and options.grad_input_form == "auto":
+        return dataclasses.replace(options, grad_input_form="direct")
+    return options
 
 
 def apply_patterns(module: ir.Module, options: LoweringOptions,

@@ -4,7 +4,7 @@ kernel's, in f16/bf16 for CUDA: grad_input by a kernel of our own
 
 IREE 3.13 tiles the GEMM of a strided one's grad_input by (oh, ow) and
 stores it with a stride; no linalg form of it came nearer than 1.8x-2.4x
-of IREE's own matmul on the H100 (docs/performance.md, "The strided 1x1
+of IREE's own matmul on the H100 (docs/performance-journal.md, "The strided 1x1
 GEMM"). At stride 1 its linalg GEMM, batched over images, ran 1.2x-1.5x
 slower than the kernel ("The kernel at stride 1"), and with fewer than
 128 input channels 1.3x-1.9x slower than the kernel's narrower tiles ("A
@@ -31,7 +31,6 @@ in IREE's.
 
 from __future__ import annotations
 
-import math
 from typing import Optional
 
 from torch_mlir import ir
@@ -41,39 +40,14 @@ from torch_mlir.rewrite import PatternRewriter
 from iree_bwdconv import extern_kernels, gradients, replacement
 from iree_bwdconv.kernels import catalog
 from iree_bwdconv.options import LoweringOptions
+from iree_bwdconv.plan import plan as plan_of
+from iree_bwdconv.plan.grad_input import kernel_why_not
 from iree_bwdconv.spec import ConvBackwardSpec
 
 
 ROOT = "torch.aten.convolution_backward"
-BENEFIT = 3  # before the phases pattern, which lowers the same op otherwise
-
-
-def why_not(spec: ConvBackwardSpec, *, options: LoweringOptions) -> Optional[str]:
-    """None where the kernel computes this grad_input, else why not."""
-    if options.target != "cuda":
-        return f"the kernel is CUDA PTX; the target is {options.target}"
-    if options.grad_input_form != "auto":
-        return f"grad_input_form={options.grad_input_form!r} forces a linalg form"
-    if spec.transposed:
-        return "transposed=True: grad_input is a strided convolution without zeros"
-    if not spec.output_mask[0]:
-        return "grad_input is not asked for"
-    if any(k != 1 for k in spec.kernel) or spec.groups != 1:
-        return f"kernel {spec.kernel}, groups {spec.groups}: the kernel is an ungrouped 1x1 one's"
-    if spec.dtype not in catalog.DTYPES:
-        return f"dtype {spec.dtype}: the kernel is f16/bf16 (f32 would need it without TF32)"
-    if spec.spatial_rank > 2:
-        return f"{spec.spatial_rank}-D: the kernel takes 1-D and 2-D layers"
-    if spec.dynamic_batch:
-        return "dynamic batch: the kernel's dispatch is built for static shapes"
-    if spec.batch > catalog.MAX_IMAGES:
-        return f"batch {spec.batch}: the kernel runs an image per workgroup row, at most {catalog.MAX_IMAGES}"
-    if spec.in_channels % catalog.CHANNEL_MULTIPLE:
-        return f"{spec.in_channels} input channels: the kernel reads the weight 8 channels at a time"
-    per_image = max(spec.in_channels * math.prod(spec.input_spatial), spec.out_channels * math.prod(spec.output_spatial))
-    if per_image > catalog.MAX_IMAGE_ELEMENTS:
-        return f"{per_image} elements an image: the kernel's offsets are 32-bit"
-    return None
+NAME = "convolution_backward_kernel"
+BENEFIT = 3  # the plan decides which pattern matches; the benefit only orders the tries
 
 
 def rewrite(op: ir.Operation, rewriter: PatternRewriter, *, options: LoweringOptions) -> Optional[str]:
@@ -81,14 +55,13 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter, *, options: LoweringOpt
     spec, reason = replacement.check_convolution_backward(op)
     if spec is None:
         return reason
-    reason = why_not(spec, options=options)
-    if reason:
-        return reason
+    plan = plan_of(spec, options)
+    if plan.pattern != NAME:
+        return kernel_why_not(spec, options) or f"the plan's grad_input form is {plan.grad_input.form}"
     module = op
     while module.name != "builtin.module":
         module = module.parent
-    replacement.replace_convolution_backward(op, rewriter, spec, lambda s, dy, w, *, options: _call(module, s, dy, w),
-                                             options=options)
+    replacement.replace_convolution_backward(op, rewriter, plan, lambda s, dy, w, *, plan: _call(module, s, dy, w))
     return None
 
 

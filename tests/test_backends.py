@@ -3,6 +3,8 @@ decomposition of convolution_backward (the op is not backend-legal there)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -38,13 +40,18 @@ def test_other_backends_use_torch_mlirs_decomposition(backend, marker):
 
 def test_linalg_backend_uses_our_pattern(monkeypatch):
     calls = []
-    original = patterns.convolution_backward.rewrite
 
-    def spy(op, rewriter, *, options):
-        calls.append(op.name)
-        return original(op, rewriter, options=options)
+    def spying(pattern):
+        """`pattern`, noting each op it rewrites (the plan picks which one does)."""
+        def spy(op, rewriter, *, options):
+            reason = pattern.rewrite(op, rewriter, options=options)
+            if reason is None:
+                calls.append(op.name)
+            return reason
 
-    monkeypatch.setattr(patterns, "REGISTRY", (patterns.Pattern("spy", patterns.convolution_backward.ROOT, spy),))
+        return dataclasses.replace(pattern, rewrite=spy)
+
+    monkeypatch.setattr(patterns, "REGISTRY", tuple(spying(pattern) for pattern in patterns.REGISTRY))
     text = iree_bwdconv.lower(ConvBackward2D(), *plain_2d())
     assert calls == ["torch.aten.convolution_backward"]
     # Our form: the grad_weight im2col matrix [(n, o), (c, k)] of this shape,

@@ -10,14 +10,21 @@ from typing import Optional
 import pytest
 import torch
 
-import iree_bwdconv.patterns.convolution_backward_phases as phases_pattern
 from benchmarks import gpu_compile_sweep
 from e2e_tests.harness import EXECUTABLE_FORMATS
-from iree_bwdconv import compile_fallback, functional, gradients, pipeline, reference, runtime
+from iree_bwdconv import compile_fallback, functional, pipeline, reference, runtime
 from iree_bwdconv.errors import PipelineError, PlainFormsWarning, WrongCodeError
 from iree_bwdconv.options import LoweringOptions
+from iree_bwdconv.plan import grad_input as gi
+from iree_bwdconv.plan import grad_weight as gw
+from iree_bwdconv.plan.tuning import for_target
 
 from specs import spec_nd
+
+
+def choose_form(spec, options: LoweringOptions) -> str:
+    """The form of a strided grad_input (`plan.grad_input.strided_form`)."""
+    return gi.strided_form(spec, options, for_target(options.target))[0]
 
 
 def _grouped_3x3_s2(dtype=torch.float16):
@@ -29,16 +36,17 @@ def test_plain_forms_take_the_direct_grad_input_and_one_sum(target):
     configuration = _grouped_3x3_s2()
     one_by_one = spec_nd(8, 64, 64, (28, 28), (1, 1), (2, 2), (0, 0), groups=4)
     usual = LoweringOptions(target=target)
-    assert phases_pattern.choose_form(configuration, options=usual) == "per-phase"
-    assert gradients.image_split(configuration, options=usual) > 1
+    tuning = for_target(target)
+    assert choose_form(configuration, usual) == "per-phase"
+    assert gw.image_split(configuration, usual, tuning) > 1
     plain = usual.in_plain_forms()
-    assert phases_pattern.choose_form(configuration, options=plain) == "direct"
-    assert gradients.image_split(configuration, options=plain) == 1
-    assert gradients.im2col_split(configuration, options=plain) == 1
-    assert phases_pattern.choose_form(one_by_one, options=plain) == "per-phase"  # IREE's f16 1x1 convolution was wrong
+    assert choose_form(configuration, plain) == "direct"
+    assert gw.image_split(configuration, plain, tuning) == 1
+    assert gw.im2col_split(configuration, plain, tuning) == 1
+    assert choose_form(one_by_one, plain) == "per-phase"  # IREE's f16 1x1 convolution was wrong
     ungrouped = spec_nd(8, 64, 64, (28, 28), (3, 3), (2, 2), (1, 1))
     cpu_plain = LoweringOptions(target="cpu", plain_forms=True)
-    assert phases_pattern.choose_form(ungrouped, options=cpu_plain) == "col2im"  # the CPU's rule, unchanged
+    assert choose_form(ungrouped, cpu_plain) == "col2im"  # the CPU's rule, unchanged
 
 
 class _Compiler:
@@ -145,7 +153,7 @@ def test_the_plain_direct_form_widens_a_window_that_slides_along_no_dim():
     # it to a contraction with grad_output first), and 121% off on the H100
     # compiled as given. Its loops now run positions first, and its groups
     # of 2 channels (off IREE's MMA tile) widen it to f32
-    # (`targets.widens_windowless`): it compiles and is right.
+    # (`plan.targets.widens_windowless`): it compiles and is right.
     generator = torch.Generator().manual_seed(0)
     dy = torch.randn(1, 6, 1, 8, 3, generator=generator).half()
     x = torch.randn(1, 6, 1, 4, 4, generator=generator).half()
@@ -153,7 +161,7 @@ def test_the_plain_direct_form_widens_a_window_that_slides_along_no_dim():
     arguments = (None, [3, 1, 3], [1, 2, 2], [1, 1, 2], False, [0, 0, 0], 3, [True, True, False])
     configuration = functional.spec_of(dy, x, w, *arguments)
     plain = LoweringOptions(target="cuda", plain_forms=True)
-    assert phases_pattern.choose_form(configuration, options=plain) == "direct"
+    assert choose_form(configuration, plain) == "direct"
     mlir = functional.lowered(configuration, target=plain)
     assert pipeline.iree_compile(mlir, "cuda")  # not refused as wrong code
     results = runtime.run(pipeline.iree_compile(mlir, "cpu"), [dy, x, w])

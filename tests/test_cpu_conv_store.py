@@ -1,6 +1,6 @@
 """`iree_bwdconv.cpu_conv_store`: a copy between a convolution's result and
 its insert into a larger tensor, where IREE 3.13's CPU code would store it
-to the wrong places (docs/performance.md, "A batchless convolution on the
+to the wrong places (docs/performance-journal.md, "A batchless convolution on the
 CPU")."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The grad_input form rule (`choose_form`) on the configurations that
-docs/performance.md measured it on: which form each target gets."""
+"""The plan's rules (`iree_bwdconv.plan`) on the configurations that
+docs/performance-journal.md measured them on, and the lowered IR following them:
+which form each target gets, and in which dtype its contractions run."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import re
 import pytest
 import torch
 
-import iree_bwdconv.patterns.convolution_backward_kernel as kernel_pattern
-import iree_bwdconv.patterns.convolution_backward_phases as phases
-from iree_bwdconv import functional, geometry, gradients, tap_tables, targets, weight_rows
-from iree_bwdconv.options import LoweringOptions
+from iree_bwdconv import functional, geometry
+from iree_bwdconv.options import GRAD_INPUT_FORM_VARIABLE, LoweringOptions
+from iree_bwdconv.plan import grad_input as gi
+from iree_bwdconv.plan import grad_weight as gw
+from iree_bwdconv.plan import targets
+from iree_bwdconv.plan.tuning import for_target
 
 from benchmarks import gpu_check
 from specs import spec_nd
@@ -25,6 +28,11 @@ def spec(channels: int, out_channels: int, kernel: int, stride: int, padding: in
     w = torch.zeros(out_channels, channels // groups, kernel, kernel, dtype=dtype)
     return functional.spec_of(dy, x, w, None, [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], groups,
                               [True, False, False])
+
+
+def choose_form(spec, options: LoweringOptions) -> str:
+    """The form of a strided grad_input (`plan.grad_input.strided_form`)."""
+    return gi.strided_form(spec, options, for_target(options.target))[0]
 
 
 @pytest.mark.parametrize("channels, out_channels, kernel, stride, padding, groups, gpu_form, gpu_f32_form, cpu_form", [
@@ -47,15 +55,15 @@ def test_form_per_target(channels, out_channels, kernel, stride, padding, groups
                          monkeypatch):
     """GPU targets: `gpu_form` in f16/bf16, `gpu_f32_form` in f32 (measured
     apart); the CPU's in any dtype."""
-    monkeypatch.delenv(phases.FORM_VARIABLE, raising=False)
+    monkeypatch.delenv(GRAD_INPUT_FORM_VARIABLE, raising=False)
     for dtype, want in ((torch.float16, gpu_form), (torch.bfloat16, gpu_form), (torch.float32, gpu_f32_form)):
         configuration = spec(channels, out_channels, kernel, stride, padding, groups=groups, dtype=dtype)
         with_weight = dataclasses.replace(configuration, output_mask=(True, True, False))
         for target in ("cuda", "gfx942"):
             options = LoweringOptions(target=target)
-            assert phases.choose_form(configuration, options=options) == want, dtype
-            assert phases.choose_form(with_weight, options=options) == want  # training's case takes the same form
-        assert phases.choose_form(configuration, options=LoweringOptions(target="cpu")) == cpu_form
+            assert choose_form(configuration, options) == want, dtype
+            assert choose_form(with_weight, options) == want  # training's case takes the same form
+        assert choose_form(configuration, LoweringOptions(target="cpu")) == cpu_form
 
 
 def _contraction_operand_types(mlir: str) -> set[str]:
@@ -93,7 +101,7 @@ def test_gpu_half_precision_phases_run_in_f32(dtype, kernel, padding, groups, fo
     ungrouped per-phase, whose 1-tap phases are weight-first GEMMs, the
     other grouped phases (a lone one of several taps too) and col2im keep
     the spec's dtype, and so does every form on the CPU."""
-    monkeypatch.setenv(phases.FORM_VARIABLE, form)
+    monkeypatch.setenv(GRAD_INPUT_FORM_VARIABLE, form)
     out = geometry.conv_output_size(16, kernel, 2, padding, dilation)
     dy, x = torch.zeros(2, 64, out, out, dtype=dtype), torch.zeros(2, 64, 16, 16, dtype=dtype)
     w = torch.zeros(64, 64 // groups, kernel, kernel, dtype=dtype)
@@ -103,13 +111,13 @@ def test_gpu_half_precision_phases_run_in_f32(dtype, kernel, padding, groups, fo
     expected = {"half": {name}, "f32": {"f32"}, "both": {name, "f32"}}
     for target in ("cuda", "gfx942", "cpu"):
         options = LoweringOptions(target=target, grad_input_form=form)
-        chosen = phases.choose_form(configuration, options=options)
-        widened = phases.computes_in_f32(configuration, chosen, options=options)
+        chosen = choose_form(configuration, options)
+        widened = gi.computes_in_f32(configuration, chosen, options, for_target(options.target))
         assert widened == (target != "cpu" and gpu_types == "f32")
         if target == "cpu" and chosen == "direct":
             continue  # the convolution_backward pattern's, in the spec's dtype (test_validation)
         mlir = functional.lowered(configuration, target=target)
-        by_kernel = kernel_pattern.why_not(configuration, options=options) is None
+        by_kernel = gi.kernel_why_not(configuration, options) is None
         if by_kernel:  # an ungrouped strided 1x1 kernel for CUDA: no linalg contraction at all
             assert "hal.dispatch.extern" in mlir and not _contraction_operand_types(mlir)
             continue
@@ -153,7 +161,7 @@ def test_gpu_one_tap_kernels_avoid_the_half_precision_convolution(stride, groups
     a stride, where the strided insert of the result follows. Grouped, the
     phase's convolution in f32. (The form forced to the rule's own pick:
     unforced, the strided ungrouped layer takes the kernel, test_kernel.)"""
-    monkeypatch.setenv(phases.FORM_VARIABLE, "per-phase")
+    monkeypatch.setenv(GRAD_INPUT_FORM_VARIABLE, "per-phase")
     dy, x = torch.zeros(2, 64, 16 // stride, 16 // stride).half(), torch.zeros(2, 32, 16, 16).half()
     w = torch.zeros(64, 32 // groups, 1, 1).half()
     configuration = functional.spec_of(dy, x, w, None, [stride] * 2, [0, 0], [1, 1], False, [0, 0], groups,
@@ -188,8 +196,8 @@ def test_gpu_lowering_of_half_precision_phases_is_right_on_the_cpu(kernel, paddi
     out: its PTX cannot run here (gfx942 gets these forms)."""
     from iree_bwdconv import pipeline, reference, runtime
 
-    monkeypatch.setenv(phases.FORM_VARIABLE, form)
-    monkeypatch.setattr(kernel_pattern, "why_not", lambda spec, *, options: "run on the CPU here")
+    monkeypatch.setenv(GRAD_INPUT_FORM_VARIABLE, form)
+    monkeypatch.setattr(gi, "kernel_why_not", lambda spec, options: "run on the CPU here")
     generator = torch.Generator().manual_seed(0)
     out = geometry.conv_output_size(15, kernel, stride, padding, 1)
     dy = torch.randn(2, 32, out, out, generator=generator).half()
@@ -230,11 +238,11 @@ def test_gpu_strided_weight_gradient_forms(kernel, padding, channels, out_channe
                                            [False, True, False])
         half = dtype != torch.float32
         cuda = LoweringOptions(target="cuda")
-        form = ("rows" if weight_rows.applies(configuration, options=cuda)
-                else "im2col" if gradients.grad_weight_by_im2col(configuration, options=cuda) else "contraction")
+        form = ("rows" if gw.rows_apply(configuration, cuda, for_target(cuda.target))
+                else "im2col" if gw.by_im2col(configuration, cuda, for_target(cuda.target))[0] else "contraction")
         assert form == (half_form if half else f32_form), dtype
         if form == "contraction":
-            assert 32 // gradients.image_split(configuration, options=cuda) >= gradients.HALF_STRIDED_MIN_IMAGES
+            assert 32 // gw.image_split(configuration, cuda, for_target(cuda.target)) >= for_target("cuda").half_strided_min_images
 
 
 def test_gpu_f32_weight_gradients_take_im2col():
@@ -246,9 +254,9 @@ def test_gpu_f32_weight_gradients_take_im2col():
         w = torch.zeros(channels, channels, kernel, kernel)
         configuration = functional.spec_of(dy, x, w, None, [stride] * 2, [kernel // 2] * 2, [1, 1], False, [0, 0],
                                            1, [False, True, False])
-        assert gradients.grad_weight_by_im2col(configuration, options=LoweringOptions(target="cuda")), \
+        assert gw.by_im2col(configuration, LoweringOptions(target="cuda"), for_target("cuda"))[0], \
             (kernel, stride, channels)
-        assert gradients.grad_weight_by_im2col(configuration, options=LoweringOptions(target="gfx942")), \
+        assert gw.by_im2col(configuration, LoweringOptions(target="gfx942"), for_target("gfx942"))[0], \
             (kernel, stride, channels)
 
 
@@ -270,10 +278,10 @@ def test_gpu_half_precision_one_wide_weight_gradients_take_im2col_at_stride_1(ke
                                            [False, True, False])
         half = dtype != torch.float32
         cuda = LoweringOptions(target="cuda")
-        assert gradients.half_precision_contraction_wrong(configuration, options=cuda) == (wrong and half), dtype
+        assert gw.half_contraction_wrong(configuration, cuda) == (wrong and half), dtype
         if wrong and half:
-            assert gradients.grad_weight_by_im2col(configuration, options=cuda)
-        assert not gradients.half_precision_contraction_wrong(configuration, options=LoweringOptions(target="cpu"))
+            assert gw.by_im2col(configuration, cuda, for_target(cuda.target))[0]
+        assert not gw.half_contraction_wrong(configuration, LoweringOptions(target="cpu"))
 
 
 def test_gpu_one_tap_kernels_in_f32_take_the_named_matmul():
@@ -287,7 +295,7 @@ def test_gpu_one_tap_kernels_in_f32_take_the_named_matmul():
         configuration = functional.spec_of(dy.to(dtype), x.to(dtype), w.to(dtype), None, [1, 1], [0, 0], [1, 1],
                                            False, [0, 0], 1, [True, False, False])
         assert targets.one_tap_half_on_gpu("cuda", configuration.dtype, configuration.kernel) == taken, dtype
-        assert (kernel_pattern.why_not(configuration, options=LoweringOptions(target="cuda")) is None) == taken, dtype
+        assert (gi.kernel_why_not(configuration, LoweringOptions(target="cuda")) is None) == taken, dtype
         mlir = functional.lowered(configuration, target="gfx942" if taken else "cuda")
         contractions = [line for line in mlir.splitlines() if "linalg.generic" in line and "reduction" in line]
         if taken:
@@ -370,11 +378,11 @@ def _weight_spec(batch: int, channels: int, out_channels: int, size: int, kernel
 ])
 def test_cpu_grad_weight_im2col_layout(batch, channels, out_channels, size, kernel, stride, padding, columns_first):
     configuration = _weight_spec(batch, channels, out_channels, size, kernel, stride, padding)
-    assert gradients.im2col_columns_first(configuration, options=LoweringOptions(target="cpu")) == columns_first
-    assert not gradients.im2col_columns_first(configuration, options=LoweringOptions(target="cuda"))
+    assert gw.columns_first(configuration, LoweringOptions(target="cpu"), for_target("cpu")) == columns_first
+    assert not gw.columns_first(configuration, LoweringOptions(target="cuda"), for_target("cuda"))
     dynamic = dataclasses.replace(configuration, input_shape=(None, *configuration.input_shape[1:]),
                                   grad_output_shape=(None, *configuration.grad_output_shape[1:]))
-    assert not gradients.im2col_columns_first(dynamic, options=LoweringOptions(target="cpu"))
+    assert not gw.columns_first(dynamic, LoweringOptions(target="cpu"), for_target("cpu"))
 
 
 @pytest.mark.parametrize("channels, groups, kernel, transposed, dtype, form", [
@@ -406,13 +414,13 @@ def test_gpu_grouped_weight_gradient_forms(channels, groups, kernel, transposed,
     configuration = functional.spec_of(dy, x, w, None, [2, 2], [kernel // 2] * 2, [1, 1], transposed,
                                        [1, 1] if transposed else [0, 0], groups, [False, True, False])
     cuda = LoweringOptions(target="cuda")
-    taken = ("im2col" if gradients.grad_weight_by_im2col(configuration, options=cuda)
-             else "widened" if gradients.grouped_contraction_widened(configuration, options=cuda) else "contraction")
+    taken = ("im2col" if gw.by_im2col(configuration, cuda, for_target(cuda.target))[0]
+             else "widened" if gw.grouped_contraction_widened(configuration, cuda, for_target(cuda.target)) else "contraction")
     assert taken == form
     for target in ("gfx942", "cpu"):
         options = LoweringOptions(target=target)
-        assert gradients.grad_weight_by_im2col(configuration, options=options), target
-        assert not gradients.grouped_contraction_applies(configuration, options=options), target
+        assert gw.by_im2col(configuration, options, for_target(options.target))[0], target
+        assert not gw.grouped_contraction_applies(configuration, options, for_target(options.target)), target
 
 
 @pytest.mark.parametrize("channels, groups, kernel, stride, dtype, form", [
@@ -438,10 +446,10 @@ def test_gpu_grouped_one_wide_weight_gradient_forms(channels, groups, kernel, st
     configuration = spec_nd(32, channels, channels, (28, 28), kernel, (stride,) * 2, (0, 0), groups=groups,
                             dtype=dtype, mask=(False, True, False))
     cuda = LoweringOptions(target="cuda")
-    taken = ("im2col" if gradients.grad_weight_by_im2col(configuration, options=cuda)
-             else "widened" if gradients.grouped_contraction_widened(configuration, options=cuda) else "contraction")
+    taken = ("im2col" if gw.by_im2col(configuration, cuda, for_target(cuda.target))[0]
+             else "widened" if gw.grouped_contraction_widened(configuration, cuda, for_target(cuda.target)) else "contraction")
     assert taken == form
-    assert gradients.grad_weight_by_im2col(configuration, options=LoweringOptions(target="gfx942"))
+    assert gw.by_im2col(configuration, LoweringOptions(target="gfx942"), for_target("gfx942"))[0]
 
 
 @pytest.mark.parametrize("sizes, kernel, stride, dilation, groups, dtype", [
@@ -476,9 +484,9 @@ def test_gpu_one_tap_table_only_where_it_decodes_by_shifts(sizes, kernel, stride
     per phase, and compile."""
     configuration = spec_nd(8, channels, channels, sizes, kernel, stride, (1,) * len(sizes), groups=groups,
                             dtype=dtype)
-    live, _ = phases._live_phases(configuration, options=LoweringOptions(target="cpu"))
-    assert tap_tables.decodes_by_shifts(configuration, live) == by_shifts
-    assert phases.choose_form(configuration, options=LoweringOptions(target="cuda")) == "per-phase"
+    live, _ = gi.live_phases(configuration)
+    assert gi.decodes_by_shifts(configuration, live) == by_shifts
+    assert choose_form(configuration, LoweringOptions(target="cuda")) == "per-phase"
     if not by_shifts:
         functional.compile(functional.lowered(configuration, target="cuda"), "cuda")
 
@@ -497,7 +505,7 @@ def test_gfx942_grouped_phases_with_few_input_channels_widen(in_channels, out_ch
     configuration = spec_nd(8, in_channels, out_channels, (28, 28), (3, 3), (2, 2), (1, 1), groups=groups)
     for target in ("gfx942", "cuda"):
         options = LoweringOptions(target=target)
-        assert phases.choose_form(configuration, options=options) == "per-phase"
-        assert phases.computes_in_f32(configuration, "per-phase", options=options) == (widened and target == "gfx942")
+        assert choose_form(configuration, options) == "per-phase"
+        assert gi.computes_in_f32(configuration, "per-phase", options, for_target(options.target)) == (widened and target == "gfx942")
     if widened:
         functional.compile(functional.lowered(configuration, target="gfx942"), "gfx942")

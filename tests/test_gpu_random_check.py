@@ -8,12 +8,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-import iree_bwdconv.patterns.convolution_backward_kernel as kernel_pattern
 from benchmarks import gpu_compile_sweep, gpu_random_check
 from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.kernels import catalog
+from iree_bwdconv.plan.grad_input import kernel_why_not
 
-SEED, COUNT = 20261126, 300  # the run recorded in docs/performance.md
+SEED, COUNT = 20261126, 300  # the run recorded in docs/performance-journal.md
 
 
 @pytest.mark.parametrize("families", [("kernel", "layer"), ("kernel-large",), ("small",)])
@@ -42,7 +42,7 @@ def test_draws_are_the_same_for_a_seed_and_differ_between_seeds():
 def _kernel_variant(layer: dict) -> tuple[str, int, int] | None:
     """(form, tile channels, row alignment) of the kernel variant a layer
     takes, or None where the kernel's pattern does not take it."""
-    if kernel_pattern.why_not(gpu_compile_sweep.spec_of(layer, layer["mask"]), options=LoweringOptions(target="cuda")):
+    if kernel_why_not(gpu_compile_sweep.spec_of(layer, layer["mask"]), LoweringOptions(target="cuda")):
         return None
     arguments = catalog.arguments(layer["c"], layer["k"], layer["sizes"], layer["out"], layer["stride"], layer["padding"])
     form = catalog.form(arguments)

@@ -1,5 +1,6 @@
-"""`group_split`: when grouped convolutions are split on the CPU, and the
-spec of one group's share. Its numbers are checked through the backward
+"""`group_split`: when grouped convolutions are split on the CPU
+(`plan.forward.group_split_applies`), and the spec of one group's share
+(`plan.one_group_spec`). Its numbers are checked through the backward
 (the e2e registry's grouped cases) and the forward pattern
 (tests/test_convolution_forward.py)."""
 
@@ -7,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from iree_bwdconv import group_split
 from iree_bwdconv.options import LoweringOptions
+from iree_bwdconv.plan import forward, one_group_spec
+from iree_bwdconv.plan.tuning import for_target
 from iree_bwdconv.spec import make_spec
 
 
@@ -16,7 +18,7 @@ from iree_bwdconv.spec import make_spec
     (4, 8, "cpu", True), (2, 4, "cpu", True), (8, 8, "cpu", False), (1, 8, "cpu", False), (4, 8, "cuda", False),
 ])
 def test_applies(groups, channels, target, expected):
-    assert group_split.applies(groups, channels, options=LoweringOptions(target=target)) is expected
+    assert forward.group_split_applies(groups, channels, LoweringOptions(target=target), for_target(target)) is expected
 
 
 # (grad_output, input, weight) shapes, stride 2, 4 groups: C=8, F=12.
@@ -31,7 +33,7 @@ def test_ungrouped_spec_is_one_groups_share(transposed):
     grad_output, input_, weight = SPEC_SHAPES[transposed]
     spec = make_spec(grad_output, input_, weight, {"weight": "f32"}, None, [2, 2], [1, 1], [1, 1], transposed,
                      [1, 1] if transposed else [0, 0], 4, [True, True, False])
-    one = group_split.ungrouped_spec(spec)
+    one = one_group_spec(spec)
     assert one.groups == 1
     assert (one.in_channels, one.out_channels) == (2, 3)
     assert one.weight_shape == (weight[0] // 4, *weight[1:])

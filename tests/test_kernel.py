@@ -1,5 +1,6 @@
 """The 1x1 grad_input kernel for CUDA (`kernels.catalog`,
-`patterns/convolution_backward_kernel.py`, `extern_kernels`): which layers
+`plan.grad_input.kernel_why_not`, `patterns/convolution_backward_kernel.py`,
+`extern_kernels`): which layers
 take it, the arguments and blocks it computes with, and the dispatch the
 lowering makes of it. Its numbers are checked on a GPU
 (`benchmarks/gpu_check.py`); nothing here can run PTX."""
@@ -12,11 +13,11 @@ import re
 import pytest
 import torch
 
-import iree_bwdconv.patterns.convolution_backward_kernel as kernel_pattern
 from iree_bwdconv import extern_kernels, functional, geometry, pipeline
 from iree_bwdconv import options as lowering_options
 from iree_bwdconv.kernels import catalog
 from iree_bwdconv.options import LoweringOptions
+from iree_bwdconv.plan.grad_input import kernel_why_not
 
 from specs import spec_nd
 
@@ -86,7 +87,7 @@ def test_arguments_2d_and_1d():
 
 
 def _why_not(target: str, *args, **keywords):
-    return kernel_pattern.why_not(spec_nd(*args, **keywords), options=LoweringOptions(target=target))
+    return kernel_why_not(spec_nd(*args, **keywords), LoweringOptions(target=target))
 
 
 def test_takes_ungrouped_1x1_half_layers_for_cuda():
@@ -127,8 +128,7 @@ def test_each_layer_takes_the_widest_tile_its_channels_fill(channels, block_chan
 def test_refuses_when_a_linalg_form_is_forced(monkeypatch):
     monkeypatch.setenv(lowering_options.GRAD_INPUT_FORM_VARIABLE, "per-phase")
     configuration = spec_nd(2, 128, 128, (28, 28), (1, 1), (2, 2), (0, 0))
-    assert "forces a linalg form" in kernel_pattern.why_not(configuration,
-                                                            options=lowering_options.from_environment("cuda"))
+    assert "forces a linalg form" in kernel_why_not(configuration, lowering_options.from_environment("cuda"))
 
 
 def test_refuses_a_dynamic_batch():
@@ -136,7 +136,7 @@ def test_refuses_a_dynamic_batch():
     dynamic = configuration.__class__(**{**configuration.__dict__,
                                          "grad_output_shape": (None, *configuration.grad_output_shape[1:]),
                                          "input_shape": (None, *configuration.input_shape[1:])})
-    assert "dynamic batch" in kernel_pattern.why_not(dynamic, options=LoweringOptions(target="cuda"))
+    assert "dynamic batch" in kernel_why_not(dynamic, LoweringOptions(target="cuda"))
 
 
 def test_cuda_lowering_is_one_extern_dispatch_that_compiles():

@@ -19,8 +19,9 @@ import torch
 
 from benchmarks import gpu_check
 from benchmarks import mma_order as grid
-from iree_bwdconv import contraction_forms, functional, gradients, mma_order, pipeline
+from iree_bwdconv import contraction_forms, functional, mma_order, pipeline
 from iree_bwdconv.errors import WrongCodeError
+from iree_bwdconv.plan import grad_weight as gw
 
 GEMM = ([0, 2], [2, 1], [0, 1])  # A[m, k], B[k, n] -> C[m, n]: loops (m, n, k)
 
@@ -169,7 +170,7 @@ def test_a_transposed_weight_gradient_over_one_input_position_runs_in_the_right_
                           kind="transposed")
     tensors = [torch.zeros(size, dtype=torch.float16) for size in gpu_check.shapes(case).values()]
     spec = functional.spec_of(*tensors, *gpu_check.arguments(case)[:-1], [False, True, False])
-    monkeypatch.setattr(gradients, "grad_weight_by_im2col", lambda spec, *, options: False)
+    monkeypatch.setattr(gw, "by_im2col", lambda spec, options, tuning: (False, "forced"))
     functional.clear_cache()
     try:
         assert pipeline.judged_compile(functional.lowered(spec, target="cuda"), "cuda")[1] == []

@@ -1,7 +1,7 @@
 """$IREE_BWDCONV_OPERAND_ROOM (`iree_bwdconv.operand_room`): room after the
 f16/bf16 operands of CUDA's contractions, so that IREE's reads one row
 past a padded operand stay in its buffer. Whether memcheck then finds
-nothing is checked on a GPU (docs/performance.md, "Reads past an
+nothing is checked on a GPU (docs/performance-journal.md, "Reads past an
 operand's end"); here, what the rewrite emits, that it compiles, and that
 it keeps the numbers."""
 

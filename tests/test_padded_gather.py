@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from iree_bwdconv import functional, gradients, pipeline, reference, runtime
+from iree_bwdconv import functional, pipeline, reference, runtime
+from iree_bwdconv.plan import grad_weight as gw
 
 
 def _tensors(n, c, f, size, kernel, stride, padding, dilation, groups, dtype, transposed=False, seed=0):
@@ -52,7 +53,7 @@ CASES = [
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("case", CASES)
 def test_right_on_the_cpu(case, dtype, monkeypatch):
-    monkeypatch.setattr(gradients, "grad_weight_by_im2col", lambda spec, *, options: True)
+    monkeypatch.setattr(gw, "by_im2col", lambda spec, options, tuning: (True, "forced"))
     dy, x, w, arguments = _tensors(*case, dtype)
     mlir = _lowered_for_cuda(dy, x, w, arguments)
     assert "tensor.pad %arg1" not in mlir  # the input is read unpadded
@@ -63,7 +64,7 @@ def test_right_on_the_cpu(case, dtype, monkeypatch):
 
 @pytest.mark.parametrize("groups", [1, 2])
 def test_right_for_transposed_convolutions(groups, monkeypatch):
-    monkeypatch.setattr(gradients, "grad_weight_by_im2col", lambda spec, *, options: True)
+    monkeypatch.setattr(gw, "by_im2col", lambda spec, options, tuning: (True, "forced"))
     dy, x, w, arguments = _tensors(2, 8, 6, (7, 6), 3, 2, 1, 1, groups, torch.float32, transposed=True, seed=1)
     mlir = _lowered_for_cuda(dy, x, w, arguments)
     assert "tensor.pad %arg0" not in mlir  # there the taps read grad_output, unpadded
@@ -81,7 +82,7 @@ def test_the_cpu_keeps_its_padded_source():
 
 
 def test_right_with_a_dynamic_batch(monkeypatch):
-    monkeypatch.setattr(gradients, "grad_weight_by_im2col", lambda spec, *, options: True)
+    monkeypatch.setattr(gw, "by_im2col", lambda spec, options, tuning: (True, "forced"))
     dy, x, w, arguments = _tensors(3, 8, 8, (11, 11), 3, 2, 1, 1, 2, torch.float32)
     functional.clear_cache()
     try:

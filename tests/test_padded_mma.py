@@ -1,6 +1,6 @@
 """`benchmarks/padded_mma.py` finds the dispatches IREE pads to its MMA
 tiles on CUDA, where the reads past an operand's end come from
-(docs/performance.md, "Reads past an operand's end")."""
+(docs/performance-journal.md, "Reads past an operand's end")."""
 
 from __future__ import annotations
 

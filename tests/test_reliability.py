@@ -252,12 +252,12 @@ def test_the_default_repro_folder_is_this_users_alone(monkeypatch):
 @pytest.mark.parametrize("stride", [1, 2], ids=["unstrided", "strided"])
 def test_an_unknown_grad_input_form_is_refused_for_every_layer(stride, monkeypatch):
     """It was refused where the phases' rule ran and ignored elsewhere."""
-    from iree_bwdconv.patterns import convolution_backward_phases as phases
+    from iree_bwdconv.options import GRAD_INPUT_FORM_VARIABLE
 
-    monkeypatch.setenv(phases.FORM_VARIABLE, "fastest")
+    monkeypatch.setenv(GRAD_INPUT_FORM_VARIABLE, "fastest")
     x, w = torch.zeros(2, 3, 8, 8), torch.zeros(4, 3, 3, 3)
     dy = torch.zeros(torch.nn.functional.conv2d(x, w, stride=stride, padding=1).shape)
-    with pytest.raises(InvalidArgumentError, match=f"{phases.FORM_VARIABLE}='fastest'"):
+    with pytest.raises(InvalidArgumentError, match=f"{GRAD_INPUT_FORM_VARIABLE}='fastest'"):
         iree_bwdconv.convolution_backward(dy, x, w, None, [stride] * 2, [1, 1], [1, 1], False, [0, 0], 1,
                                           [True, True, False])
 

@@ -17,11 +17,13 @@ import pytest
 from e2e_tests import cases  # noqa: F401 - registers the cases
 from e2e_tests.harness import run_and_compare, some_tap_reads_data, spec_of
 from e2e_tests.registry import CASES
-import iree_bwdconv.patterns.convolution_backward_kernel as kernel_pattern
-from iree_bwdconv import functional, geometry, gradients, weight_rows
+from iree_bwdconv import functional, geometry
+from iree_bwdconv.plan import grad_input as gi
+from iree_bwdconv.plan import grad_weight as gw
+from iree_bwdconv.plan import tuning
 
 # `weight_rows` is for ungrouped kernels; grouped ones take the contraction on
-# GPU targets where `gradients.grouped_contraction_applies`, forced here on
+# GPU targets where `plan.grad_weight.grouped_contraction_applies`, forced here on
 # every grouped case. Cases whose every read is padding have a zero weight
 # gradient and nothing to split.
 FORMS_OF_CASES = [(name, form) for name, case in CASES.items()
@@ -36,9 +38,9 @@ def gpu_forms_split_small(monkeypatch):
     original = functional.lowered
     monkeypatch.setattr(functional, "lowered",
                         lambda spec, bias_sizes=None, target="cpu": original(spec, bias_sizes, "cuda"))
-    monkeypatch.setattr(kernel_pattern, "why_not", lambda spec, *, options: "run on the CPU here")
-    monkeypatch.setattr(gradients, "SPLIT_MIN_CHUNK", MIN_CHUNK)
-    monkeypatch.setattr(gradients, "SPLIT_TARGET_PARTIALS", TARGET)
+    monkeypatch.setattr(gi, "kernel_why_not", lambda spec, options: "run on the CPU here")
+    monkeypatch.setitem(tuning.TUNING, "cuda", dataclasses.replace(tuning.TUNING["cuda"], split_min_chunk=MIN_CHUNK,
+                                                                    split_target_partials=TARGET))
     functional.clear_cache()
     yield original
     functional.clear_cache()
@@ -52,7 +54,7 @@ def expected_split(case, form: str) -> int:
         return geometry.reduction_split(images * positions, outputs, TARGET, MIN_CHUNK)
     min_images = -(-MIN_CHUNK // positions)
     if case.dtype in ("f16", "bf16") and any(s > 1 for s in case.stride):
-        min_images = max(min_images, gradients.HALF_STRIDED_MIN_IMAGES)
+        min_images = max(min_images, tuning.for_target("cuda").half_strided_min_images)
     return geometry.reduction_split(images, outputs, TARGET, min_images)
 
 
@@ -60,8 +62,8 @@ def expected_split(case, form: str) -> int:
 def test_split_weight_gradient_matches_eager_float64(name: str, form: str, gpu_forms_split_small,
                                                      monkeypatch) -> None:
     case = CASES[name]
-    monkeypatch.setattr(gradients, "grad_weight_by_im2col", lambda spec, *, options: form == "im2col")
-    monkeypatch.setattr(weight_rows, "applies", lambda spec, *, options: form == "rows")
+    monkeypatch.setattr(gw, "by_im2col", lambda spec, options, tuning: (form == "im2col", "forced"))
+    monkeypatch.setattr(gw, "rows_apply", lambda spec, options, tuning: form == "rows")
     text = gpu_forms_split_small(spec_of(case), case.bias_sizes, "cuda")
     split = expected_split(case, form)
     if case.dynamic_batch:  # the length must be known to split it
@@ -78,10 +80,10 @@ HALF_GROUPED_CASES = [name for name, form in FORMS_OF_CASES
 @pytest.mark.parametrize("name", HALF_GROUPED_CASES)
 def test_widened_grouped_contraction_matches_eager_float64(name: str, gpu_forms_split_small, monkeypatch) -> None:
     """The grouped contraction with its f16/bf16 operands read as f32
-    (`gradients.grouped_contraction_widened`), forced on every such case."""
+    (`plan.grad_weight.grouped_contraction_widened`), forced on every such case."""
     case = CASES[name]
-    monkeypatch.setattr(gradients, "grad_weight_by_im2col", lambda spec, *, options: False)
-    monkeypatch.setattr(gradients, "grouped_contraction_widened", lambda spec, *, options: True)
+    monkeypatch.setattr(gw, "by_im2col", lambda spec, options, tuning: (False, "forced"))
+    monkeypatch.setattr(gw, "grouped_contraction_widened", lambda spec, options, tuning: True)
     weight_only = dataclasses.replace(spec_of(case), output_mask=(False, True, False))
     text = gpu_forms_split_small(weight_only, None, "cuda")
     operand_types = [line.split(" ins(")[1].split(") outs(")[0].split(" : ")[1] for line in text.splitlines()
@@ -108,7 +110,8 @@ def test_split_bias_gradient_matches_eager_float64(name: str, gpu_forms_split_sm
     text = gpu_forms_split_small(spec_of(case), case.bias_sizes, "cuda")
     n, f, *spatial = case.grad_output_shape
     images = 1 if case.dynamic_batch else n  # a dynamic batch splits as if of one image
-    split = geometry.reduction_split(math.prod(spatial), images * f, gradients.BIAS_TARGET_ROWS, MIN_CHUNK)
+    target_rows = tuning.for_target("cuda").bias_target_rows
+    split = geometry.reduction_split(math.prod(spatial), images * f, target_rows, MIN_CHUNK)
     rows = f"tensor<{'?' if case.dynamic_batch else n}x{f}x{split}xf32>"
     assert rows in text, (rows, text)
     run_and_compare(case)

@@ -1,6 +1,6 @@
 """The stride-phase weight-gradient form that `benchmarks/weight_phases.py`
 builds for GPU targets, compiled for the CPU, against eager float64: the
-IR is right, so where the H100 computes it wrongly (docs/performance.md,
+IR is right, so where the H100 computes it wrongly (docs/performance-journal.md,
 "Read first") IREE's CUDA code is. Odd sizes, padding, stride > kernel
 (residues no tap reads) and 1x1 kernels (one phase)."""
 
@@ -41,8 +41,8 @@ def test_stride_phase_weight_gradient_is_right_on_the_cpu(dtype, kernel, stride,
     arguments = (None, [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], 1, [False, True, False])
     configuration = functional.spec_of(dy, x, w, *arguments)
 
-    def by_phase(spec, grad_output, input_, *, options):
-        return weight_phases.grad_weight(spec, grad_output, input_, gradients.grad_weight_contraction, options=options)
+    def by_phase(spec, grad_output, input_, *, plan):
+        return weight_phases.grad_weight(spec, grad_output, input_, gradients.grad_weight_contraction, plan=plan)
 
     with mock.patch.object(gradients, "grad_weight", by_phase):
         functional.clear_cache()

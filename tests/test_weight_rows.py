@@ -1,22 +1,43 @@
-"""`weight_rows`: the 1x1 weight gradient of GPU targets, input
+"""`weight_rows`: the 1x1 weight gradient of GPU targets
+(`plan.grad_weight.rows_apply`), input
 rows per image against grad_output in place; where the lowering takes it,
 its IR, and its results (lowered for CUDA, compiled for and run on the
 CPU) against eager float64."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
 import torch
 
 from benchmarks import weight_rows_tiles
-from iree_bwdconv import functional, geometry, gradients, pipeline, reference, runtime, weight_rows
+from iree_bwdconv import functional, geometry, pipeline, reference, runtime
 from iree_bwdconv.options import LoweringOptions
+from iree_bwdconv.plan import grad_weight as gw
+from iree_bwdconv.plan import tuning
 
 from specs import spec_nd
 
 CUDA, CPU = LoweringOptions(target="cuda"), LoweringOptions(target="cpu")
+
+
+def applies(spec, options: LoweringOptions) -> bool:
+    return gw.rows_apply(spec, options, tuning.for_target(options.target))
+
+
+def padded_positions(spec) -> int:
+    return gw.rows_padding(spec, tuning.for_target("cuda"))[0]
+
+
+def padded_channels(spec) -> int:
+    return gw.rows_padding(spec, tuning.for_target("cuda"))[1]
+
+
+def _split_small(monkeypatch, **fields) -> None:
+    """The images split, small as they are (CUDA's split thresholds)."""
+    monkeypatch.setitem(tuning.TUNING, "cuda", dataclasses.replace(tuning.TUNING["cuda"], **fields))
 
 
 def _spec(n, c, f, size, kernel=1, stride=1, padding=0, dtype=torch.float16, groups=1):
@@ -41,8 +62,8 @@ def _spec(n, c, f, size, kernel=1, stride=1, padding=0, dtype=torch.float16, gro
 ])
 def test_taken_for_1x1_kernels_on_gpus(spec_args, taken):
     configuration = _spec(*spec_args)
-    assert weight_rows.applies(configuration, options=CUDA) == taken
-    assert not weight_rows.applies(configuration, options=CPU)
+    assert applies(configuration, CUDA) == taken
+    assert not applies(configuration, CPU)
 
 
 @pytest.mark.parametrize("out_channels", [64, 128, 256, 2048, 96, 160, 192, 224, 279, 1344, 2016])
@@ -51,7 +72,7 @@ def test_taken_only_for_a_multiple_of_128_output_channels_or_64(out_channels):
     past the end of grad_output (an illegal address on the GPU) where the
     output channels were not a multiple of the tile: 160, 224, 279, 288,
     2016 of those run alone against a tile of 64, and 1344 against 128."""
-    taken = weight_rows.applies(_spec(8, 256, out_channels, 16), options=CUDA)
+    taken = applies(_spec(8, 256, out_channels, 16), CUDA)
     assert taken == (out_channels % 128 == 0 or out_channels == 64)
 
 
@@ -66,21 +87,20 @@ def test_a_copied_grad_output_takes_channels_up_to_a_multiple_of_128(n, c, f, si
     gains zero channels up to a multiple of 128, which IREE's tiles divide,
     where that adds at most an eighth of them."""
     configuration = spec_nd(n, c, f, sizes, (1, 1), (stride, stride), (0, 0), mask=(False, True, False))
-    assert weight_rows.applies(configuration, options=CUDA) == taken
-    assert weight_rows.padded_channels(configuration) == (-f % 128 if weight_rows.padded_positions(configuration)
-                                                          else 0)
+    assert applies(configuration, CUDA) == taken
+    assert padded_channels(configuration) == (-f % 128 if padded_positions(configuration) else 0)
 
 
 def test_padded_channels_are_dropped_from_the_result(monkeypatch):
     """1000 output channels copied as 1024 (25 positions padded to 32): right
     on the CPU, lowered for CUDA."""
-    monkeypatch.setattr(gradients, "SPLIT_TARGET_PARTIALS", 1 << 30)  # split the images, small as they are
+    _split_small(monkeypatch, split_target_partials=1 << 30)
     generator = torch.Generator().manual_seed(0)
     dy, x = torch.randn(2, 1000, 5, 5, generator=generator).half(), torch.randn(2, 1024, 5, 5, generator=generator).half()
     w = torch.randn(1000, 1024, 1, 1, generator=generator).half()
     arguments = (None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [False, True, False])
     configuration = functional.spec_of(dy, x, w, *arguments)
-    assert weight_rows.applies(configuration, options=CUDA) and weight_rows.padded_channels(configuration) == 24
+    assert applies(configuration, CUDA) and padded_channels(configuration) == 24
     functional.clear_cache()
     mlir = functional.lowered(configuration, target="cuda")
     functional.clear_cache()
@@ -99,7 +119,7 @@ def test_irees_channel_tile_divides_the_channels_the_rows_take(layer):
     """What the rule assumes of IREE's tiles, on layers where it takes the
     rows: compiled to IREE's executable configurations (nothing runs)."""
     configuration = weight_rows_tiles.spec_of(layer)
-    assert weight_rows.applies(configuration, options=CUDA)
+    assert applies(configuration, CUDA)
     assert layer.f % weight_rows_tiles.channel_tile(configuration) == 0
 
 
@@ -108,7 +128,7 @@ def test_a_copy_with_padded_channels_is_read_whole_by_the_contraction():
     and reads them from the copy of 2048, so that its tiles of 64 or 128
     end inside that binding, not past a copy of 2016."""
     configuration = weight_rows_tiles.spec_of(weight_rows_tiles.Layer(4, 896, 2016, (59, 91), 2))
-    assert weight_rows.applies(configuration, options=CUDA) and weight_rows.padded_channels(configuration) == 32
+    assert applies(configuration, CUDA) and padded_channels(configuration) == 32
     functional.clear_cache()
     sources = pipeline.iree_compile_to(functional.lowered(configuration, target="cuda"), "cuda", "executable-sources")
     contraction = next(f for f in sources.split("func.func @")[1:] if "_matmul_like_" in f.split("(", 1)[0])
@@ -122,14 +142,14 @@ def test_the_tile_of_128_does_not_divide_1344_channels():
     the GPU with the rule at 64 (`gpu_check`'s 1x1_s1_k1344)."""
     configuration = weight_rows_tiles.spec_of(weight_rows_tiles.Layer(8, 1024, 1344, (40, 44)))
     assert weight_rows_tiles.rows_tile(configuration) == 128
-    assert not weight_rows.applies(configuration, options=CUDA)
+    assert not applies(configuration, CUDA)
 
 
 def test_not_taken_for_transposed_convolutions():
     """A transposed 1x1 convolution's weight gradient keeps im2col."""
     x, dy, w = torch.zeros(32, 256, 28, 28).half(), torch.zeros(32, 64, 28, 28).half(), torch.zeros(256, 64, 1, 1).half()
     configuration = functional.spec_of(dy, x, w, None, [1, 1], [0, 0], [1, 1], True, [0, 0], 1, [False, True, False])
-    assert not weight_rows.applies(configuration, options=CUDA)
+    assert not applies(configuration, CUDA)
 
 
 @pytest.mark.parametrize("size, stride, padding, positions", [(16, 1, 0, 256), (15, 1, 0, 240), (9, 2, 1, 48)])
@@ -138,7 +158,7 @@ def test_grad_output_is_read_in_place_and_positions_padded_to_sixteen(size, stri
     mlir = functional.lowered(configuration, target="cuda")
     contraction = next(op for op in mlir.split("linalg.generic")[1:] if '"reduction", "reduction"' in op)
     operands = re.search(r"ins\(.*?: (tensor<[^>]*>), (tensor<[^>]*>)\)", contraction).groups()
-    split = gradients.image_split(configuration, options=CUDA)
+    split = gw.image_split(configuration, CUDA, tuning.for_target("cuda"))
     images = 4 // split
     assert operands == (f"tensor<{split}x{images}x512x{positions}xf16>", f"tensor<{split}x{images}x{positions}x512xf16>")
     assert "linalg.transpose" not in mlir
@@ -147,8 +167,7 @@ def test_grad_output_is_read_in_place_and_positions_padded_to_sixteen(size, stri
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
 @pytest.mark.parametrize("n, size, stride, padding", [(2, 5, 1, 0), (4, 9, 2, 1), (3, 16, 1, 0), (2, 14, 3, 1)])
 def test_right_on_the_cpu(dtype, n, size, stride, padding, monkeypatch):
-    monkeypatch.setattr(gradients, "SPLIT_TARGET_PARTIALS", 1 << 30)  # split the images, small as they are
-    monkeypatch.setattr(gradients, "SPLIT_MIN_CHUNK", 1)
+    _split_small(monkeypatch, split_target_partials=1 << 30, split_min_chunk=1)
     generator = torch.Generator().manual_seed(0)
     out = geometry.conv_output_size(size, 1, stride, padding, 1)
     dy = torch.randn(n, 512, out, out, generator=generator).to(dtype)
@@ -156,7 +175,7 @@ def test_right_on_the_cpu(dtype, n, size, stride, padding, monkeypatch):
     w = torch.randn(512, 512, 1, 1, generator=generator).to(dtype)
     arguments = (None, [stride] * 2, [padding] * 2, [1, 1], False, [0, 0], 1, [False, True, False])
     configuration = functional.spec_of(dy, x, w, *arguments)
-    assert weight_rows.applies(configuration, options=CUDA)
+    assert applies(configuration, CUDA)
     functional.clear_cache()
     mlir = functional.lowered(configuration, target="cuda")
     functional.clear_cache()
@@ -178,5 +197,5 @@ def test_one_strided_dim_of_unpadded_positions_takes_im2col(sizes, stride, paddi
     # 256 channels each way, 128 multiply-adds per element: rows in f32 too
     spec = spec_nd(4, 256, 256, sizes, (1,) * len(sizes), stride, padding, dtype=dtype, mask=(False, True, False))
     for target in ("cuda", "gfx942"):
-        assert not weight_rows.applies(spec, options=LoweringOptions(target=target))
+        assert not applies(spec, LoweringOptions(target=target))
         functional.compile(functional.lowered(spec, target=target), target)

@@ -1,5 +1,5 @@
 """Hand-written CUDA kernels that the lowering dispatches where IREE 3.13's
-own code for a contraction stays far from its matmul (docs/performance.md,
+own code for a contraction stays far from its matmul (docs/performance-journal.md,
 "A kernel of our own for the strided 1x1 GEMM").
 
 One kernel so far: grad_input of an ungrouped 1x1 kernel at any stride, in
@@ -40,7 +40,7 @@ CHANNEL_MULTIPLE = 8
 # GPU's work 1.12x-1.36x faster than stop 28's 128 x 128 with 8 warps on
 # every wide layer measured, and no other of seven tiles was faster on
 # every one; the middle tile 1.05x-1.14x faster than the narrow one on
-# layers of 64 and 96 channels (docs/performance.md, "Smaller tiles for the
+# layers of 64 and 96 channels (docs/performance-journal.md, "Smaller tiles for the
 # 1x1 kernel").
 WIDE_TILE = (128, 64, 32, 4, 4)
 MIDDLE_TILE = (64, 64, 32, 4, 4)
@@ -48,7 +48,7 @@ NARROW_TILE = (32, 128, 32, 4, 4)
 TILES = (WIDE_TILE, MIDDLE_TILE, NARROW_TILE)
 # The pairs form's middle tile spans 128 positions: on two large layers of
 # 64 and 96 channels its calls were 1.13x-1.21x faster than with 64 x 64,
-# and level on two small ones (docs/performance.md, "Pairs of a value and
+# and level on two small ones (docs/performance-journal.md, "Pairs of a value and
 # a zero").
 PAIRS_MIDDLE_TILE = (64, 128, 32, 4, 4)
 PAIRS_TILES = (WIDE_TILE, PAIRS_MIDDLE_TILE, NARROW_TILE)
@@ -58,7 +58,7 @@ PAIRS_TILES = (WIDE_TILE, PAIRS_MIDDLE_TILE, NARROW_TILE)
 # and a zero in one 32-bit word, a word of zeros below it. On eight large
 # layers they took 1.10x-1.50x less GPU time than the memset and values,
 # the calls 1.00x-1.33x faster; on two small ones (about 10 us) the calls
-# were level (docs/performance.md, "Pairs of a value and a zero"). Blocks,
+# were level (docs/performance-journal.md, "Pairs of a value and a zero"). Blocks,
 # where they fit, store wider.
 BLOCK_VECTORS = (4, 2)
 BLOCK_TILES = (WIDE_TILE, MIDDLE_TILE)

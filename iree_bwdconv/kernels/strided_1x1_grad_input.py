@@ -12,14 +12,14 @@ dispatch writes in place: IREE makes the fill a memset), unfilled at
 stride 1, where every position gets a value. Writing the zeros itself
 too, each of its 2-byte stores a position of an S_H x S_W block, kept the
 GPU 1.05x-1.5x longer on the H100 than the memset and this kernel
-(docs/performance.md).
+(docs/performance-journal.md).
 
 `strided_1x1_grad_input_blocks` is for stride 2 without padding where dx
 is exactly twice dy's size: each position's 2 x 2 block, its value and
 three zeros, into an unfilled dx. Runs of VEC positions (dy's rows a
 multiple of VEC long) write 2*VEC elements of each of the block's two rows
 at once, 16 or 8 bytes; with those wide stores the whole blocks cost the
-GPU less than the memset and values alone (docs/performance.md).
+GPU less than the memset and values alone (docs/performance-journal.md).
 """
 
 import triton
@@ -92,7 +92,7 @@ def strided_1x1_grad_input_blocks(
 # position's value and the zero after it as one 32-bit word, and a word of
 # zeros in the row below, into an unfilled dx. Triton keeps a pair of 16-bit
 # stores apart even where told that they are contiguous; a word it stores
-# whole. Fewer bytes a store than blocks, but no memset (docs/performance.md).
+# whole. Fewer bytes a store than blocks, but no memset (docs/performance-journal.md).
 @triton.jit
 def strided_1x1_grad_input_pairs(
     w_ptr, dy_ptr, dx_ptr,

@@ -1,21 +1,19 @@
 """What the IREE target a lowering is for (`LoweringOptions.target`) says
 about its forms. The linalg forms IREE 3.13 compiles best differ per target
-(docs/performance.md), so the rules ask."""
+(docs/performance-journal.md), so the rules ask."""
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from . import geometry
-from .options import TARGETS  # noqa: F401 - where the rules look for it
-
-DEFAULT = "cpu"
+from .. import geometry
+from .tuning import Tuning
 
 
 def half_precision_on_gpu(target: str, dtype: str) -> bool:
     """f16/bf16 on a GPU target. IREE 3.13's CUDA code computed several
     f16/bf16 contractions wrongly on the H100 where f32 and the CPU were
-    right (docs/performance.md, "Read first"); the patterns avoid those
+    right (docs/performance-journal.md, "Read first"); the patterns avoid those
     forms under this test. gfx942's code comes from the same IREE pipeline
     and is treated alike, untested."""
     return target != "cpu" and dtype in ("f16", "bf16")
@@ -25,7 +23,7 @@ def f32_on_gpu(target: str, dtype: str) -> bool:
     """f32 on a GPU target. Every H100 figure the GPU forms were first
     drawn from was of f16/bf16 layers; in f32 IREE 3.13 has no MMA for
     them and compiled several of those forms 3x-18x slower than a plain
-    matmul layout (docs/performance.md, "f32 on GPUs"). gfx942 takes the
+    matmul layout (docs/performance-journal.md, "f32 on GPUs"). gfx942 takes the
     same forms, unmeasured (no MI300 here)."""
     return target != "cpu" and dtype == "f32"
 
@@ -48,31 +46,26 @@ def windowless_half_on_gpu(target: str, dtype: str, kernel: Sequence[int], outpu
     position. IREE folds those dims away and sees a 1x1 kernel, a
     contraction whose loop order decides whether its f16 code is right
     (`mma_order`): a transposed 3x1 kernel over one input row came out of
-    the H100 62%-100% off in f16 and bf16 in opdsl's loop order (docs/performance.md,
+    the H100 62%-100% off in f16 and bf16 in opdsl's loop order (docs/performance-journal.md,
     "Tiny layers on the H100"). The patterns emit such a convolution in
     the order that is right (`contraction_forms.conv`), widened where
     `widens_windowless` says."""
     return half_precision_on_gpu(target, dtype) and geometry.slides_no_window(kernel, output_sizes)
 
 
-# Channels a group (both counts) from which such a convolution keeps its
-# f16/bf16 on GPU targets: a multiple of IREE's MMA tile.
-MMA_CHANNEL_MULTIPLE = 16
-
-
-def widens_windowless(target: str, dtype: str, group_channels: Sequence[int]) -> bool:
+def widens_windowless(target: str, dtype: str, group_channels: Sequence[int], tuning: Tuning) -> bool:
     """Whether a convolution that slides its window along no dim (the
     caller's to know: the direct and transposed grad_input, a grouped
     forward, a grouped stride phase of one tap) runs in f32 rather than
     f16/bf16 on a GPU target: where a group's channel counts are not all
-    multiples of MMA_CHANNEL_MULTIPLE. With positions before output channels
+    multiples of `tuning.mma_channel_multiple` (IREE's MMA tile). With positions before output channels
     (`contraction_forms.conv`) it was right in f16 on the H100 wherever it
     finished; with 64-128 channels a group 3.1x-130x faster than in f32
     (1x1 g4 n32 c256 k512 28x28, both gradients: 0.21 ms against 8.3 at
     stride 1). With 8 or 30 (1x1 g32 c256, g8 c240 k480) IREE's f16 code
     did not finish in 40 s; those ran in f32 in 0.20 and 0.35 ms
-    (docs/performance.md, "Windowless convolutions in f16")."""
-    return half_precision_on_gpu(target, dtype) and any(c % MMA_CHANNEL_MULTIPLE for c in group_channels)
+    (docs/performance-journal.md, "Windowless convolutions in f16")."""
+    return half_precision_on_gpu(target, dtype) and any(c % tuning.mma_channel_multiple for c in group_channels)
 
 
 def one_tap_strided_f32_on_gpu(target: str, dtype: str, kernel: Sequence[int], strides: Sequence[int],
@@ -82,7 +75,7 @@ def one_tap_strided_f32_on_gpu(target: str, dtype: str, kernel: Sequence[int], s
     f32 code (no MMA) ran it as a convolution 1.7x-6.3x slower than an
     im2col gather of every stride-th element and the named matmul, on four
     stride-2 layers on the H100 (`benchmarks/transposed_gpu.py`); at stride
-    1 the convolution was 1.3x faster (docs/performance.md, "Transposed
+    1 the convolution was 1.3x faster (docs/performance-journal.md, "Transposed
     1x1 kernels in f32")."""
     one_tap = all(k == 1 for k in kernel) and groups == 1
     return one_tap and any(s > 1 for s in strides) and f32_on_gpu(target, dtype)

@@ -1,0 +1,335 @@
+"""The grad_input form of a convolution_backward, and every choice inside it.
+
+`form` picks the form (the phases' rule, docs/forms.md); `details` the
+choices each form's builder makes on the way. Each rule's docstring holds
+the figures it was drawn from; `rules.RULES` gives each a line for
+`iree-bwdconv explain`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+from .. import geometry
+from ..kernels import catalog
+from ..options import LoweringOptions
+from ..spec import ConvBackwardSpec
+from . import targets
+from .tuning import Tuning
+
+Phases = tuple[geometry.Phase, ...]
+STRIDED_FORMS = ("per-phase", "col2im", "sub-pixel")
+
+
+@dataclass(frozen=True)
+class GradInputPlan:
+    """form: "kernel", "per-phase", "col2im", "sub-pixel", "direct" or
+    "transposed" (a transposed convolution's, a strided forward one).
+    in_f32: its f16/bf16 operands widened to f32 before the form runs.
+    The rest are the choices of one form's builder (False elsewhere)."""
+
+    form: str
+    in_f32: bool = False
+    # direct
+    im2col_matmul: bool = False
+    weight_as_is: bool = False
+    widened_windowless: bool = False
+    # per-phase
+    one_matmul: bool = False
+    weight_first: bool = False
+    one_tap_gemm: bool = False
+    woven_axes: tuple[int, ...] = ()
+    one_table: bool = False
+    widened_phases: frozenset[tuple[int, ...]] = frozenset()
+    gather_weave: bool = False
+    # col2im
+    images_first: bool = False
+    # transposed: "im2col-matmul", "weight-first-gemm", "windowless-conv" or "conv"
+    transposed_form: str = ""
+
+
+def live_phases(spec: ConvBackwardSpec) -> tuple[list[Phases], list[int]]:
+    """The phase combinations that read dy (the others' positions are
+    zeros), and the rows of the position grid per dim."""
+    per_dim = [geometry.grad_input_phases(*dim) for dim in spec.per_dim()]
+    rows = [geometry.position_grid_length(i, s) for i, s in zip(spec.input_spatial, spec.stride)]
+    live = [phases for phases in itertools.product(*per_dim)
+            if all(ph.reads_dy(o) for ph, o in zip(phases, spec.output_spatial))]
+    return live, rows
+
+
+def position_residues(phases: Phases) -> tuple[int, ...]:
+    """The phase combination's column of the position grid, per dim."""
+    return tuple(ph.position_residue for ph in phases)
+
+
+def kernel_why_not(spec: ConvBackwardSpec, options: LoweringOptions) -> Optional[str]:
+    """None where our CUDA kernel computes this grad_input, else why not.
+    IREE 3.13 tiles the GEMM of a strided 1x1 kernel's grad_input by (oh,
+    ow) and stores it with a stride; no linalg form of it came nearer than
+    1.8x-2.4x of IREE's own matmul on the H100, and at stride 1 its linalg
+    GEMM ran 1.2x-1.5x slower than the kernel (docs/performance-journal.md, "The
+    strided 1x1 GEMM", "The kernel at stride 1")."""
+    if options.target != "cuda":
+        return f"the kernel is CUDA PTX; the target is {options.target}"
+    if options.grad_input_form != "auto":
+        return f"grad_input_form={options.grad_input_form!r} forces a linalg form"
+    if spec.transposed:
+        return "transposed=True: grad_input is a strided convolution without zeros"
+    if not spec.output_mask[0]:
+        return "grad_input is not asked for"
+    if any(k != 1 for k in spec.kernel) or spec.groups != 1:
+        return f"kernel {spec.kernel}, groups {spec.groups}: the kernel is an ungrouped 1x1 one's"
+    if spec.dtype not in catalog.DTYPES:
+        return f"dtype {spec.dtype}: the kernel is f16/bf16 (f32 would need it without TF32)"
+    if spec.spatial_rank > 2:
+        return f"{spec.spatial_rank}-D: the kernel takes 1-D and 2-D layers"
+    if spec.dynamic_batch:
+        return "dynamic batch: the kernel's dispatch is built for static shapes"
+    if spec.batch > catalog.MAX_IMAGES:
+        return f"batch {spec.batch}: the kernel runs an image per workgroup row, at most {catalog.MAX_IMAGES}"
+    if spec.in_channels % catalog.CHANNEL_MULTIPLE:
+        return f"{spec.in_channels} input channels: the kernel reads the weight 8 channels at a time"
+    per_image = max(spec.in_channels * math.prod(spec.input_spatial), spec.out_channels * math.prod(spec.output_spatial))
+    if per_image > catalog.MAX_IMAGE_ELEMENTS:
+        return f"{per_image} elements an image: the kernel's offsets are 32-bit"
+    return None
+
+
+def avoids_zeros(spec: ConvBackwardSpec, options: LoweringOptions) -> bool:
+    """Whether a strided form applies: a stride above 1 in some dim (zeros
+    a scatter would insert), or an f16/bf16 1x1 kernel on a GPU target at
+    any stride (`targets.one_tap_half_on_gpu`: the direct form's 1x1
+    convolution was wrong in f16 on the H100)."""
+    return any(s > 1 for s in spec.stride) or targets.one_tap_half_on_gpu(options.target, spec.dtype, spec.kernel)
+
+
+def strided_form(spec: ConvBackwardSpec, options: LoweringOptions, tuning: Tuning) -> tuple[str, str]:
+    """(the grad_input form of a strided data gradient, the rule that chose it),
+    unless `options.grad_input_form` forces one (for measuring);
+    docs/performance-journal.md ("The form rule") has the measurements behind each branch.
+
+    GPU targets: a 1x1 kernel takes per-phase: ungrouped, its one phase is
+    the weight-first GEMM, right in f16 and 1.8x-4.1x faster than col2im's
+    matmul per image on the H100. Larger ungrouped kernels with more than
+    `tuning.narrow_channels` input channels: per-phase, faster than col2im
+    on 16 of 23 such layers on the H100, level (within 3%) on 4, slower on
+    3 (by 1.10x-1.32x); with fewer, col2im (per-phase 2x-3.5x slower).
+    Grouped kernels larger than 1x1: per-phase (g32 3x3 5.4 ms against the
+    direct form's 7.3 and upstream's 9.4). In f32, ungrouped kernels larger
+    than 1x1 take col2im, 1.4x-10x faster than per-phase (i2v: 2.9 ms
+    against 28.5). In the plain forms (the second try of a compile that
+    failed) kernels wider than 1x1 take the direct form, which compiled
+    where per-phase did not.
+    The sub-pixel form ran 1.3x to 16x slower than per-phase on 6 of 7
+    shapes, so it is never picked; it is refused where the phases are not
+    aligned (d/gcd(d, s) > 1).
+    CPU: an ungrouped kernel larger than 1x1 takes col2im, 1.2x-4x faster
+    than the direct form (the stem 15 ms -> 4); grouped ones keep the
+    direct form, run group by group (`group_split`); a 1x1 kernel per-phase,
+    one GEMM on grad_output."""
+    forced = options.grad_input_form
+    if forced == "sub-pixel":
+        aligned = all(d // math.gcd(d, s) == 1 for s, d in zip(spec.stride, spec.dilation))
+        return ("sub-pixel", "forced") if aligned else ("per-phase", "subpixel_unaligned")
+    if forced != "auto":
+        return forced, "forced"
+    one_tap = all(k == 1 for k in spec.kernel)
+    if options.on_gpu:
+        if one_tap:
+            return "per-phase", "gpu_one_tap_per_phase"
+        if options.plain_forms:
+            return "direct", "gpu_plain_direct"
+        if spec.groups > 1:
+            return "per-phase", "gpu_grouped_per_phase"
+        if targets.f32_on_gpu(options.target, spec.dtype):
+            return "col2im", "gpu_f32_col2im"
+        if spec.in_channels > tuning.narrow_channels:
+            return "per-phase", "gpu_per_phase"
+        return "col2im", "gpu_narrow_col2im"
+    if one_tap:
+        return "per-phase", "cpu_one_tap_per_phase"
+    return ("col2im", "cpu_col2im") if spec.groups == 1 else ("direct", "cpu_grouped_direct")
+
+
+def form(spec: ConvBackwardSpec, options: LoweringOptions, tuning: Tuning) -> tuple[str, str]:
+    """(grad_input's form, the rule that chose it), for a spec that asks for grad_input."""
+    if spec.transposed:
+        return "transposed", "transposed_strided_conv"
+    if kernel_why_not(spec, options) is None:
+        return "kernel", "cuda_kernel"
+    if not avoids_zeros(spec, options):
+        return "direct", "unit_stride_direct"
+    return strided_form(spec, options, tuning)
+
+
+def direct_im2col_matmul(spec: ConvBackwardSpec, options: LoweringOptions, tuning: Tuning) -> bool:
+    """The direct form as an im2col gather and the named matmul, ungrouped.
+    On the CPU for a 1x1 kernel at any stride and
+    for stride 1 with 128+ channels: 3x-5x faster than the
+    convolution-shaped generic on 1x1 kernels and 0.7x-0.8x its time on
+    ResNet-50's c128/c256 3x3 layers; with 64 grad_input channels as fast
+    or 1.25x slower, and over a zero-inserted grad_output (3x3 stride 2)
+    1.6x slower. In f32 on GPU targets at stride 1 where
+    `direct_weight_as_is` does not apply: 0.79x-0.89x the direct form's
+    time on the H100 (docs/performance-journal.md)."""
+    if spec.groups != 1:
+        return False
+    if targets.f32_on_gpu(options.target, spec.dtype):
+        return all(s == 1 for s in spec.stride) and not direct_weight_as_is(spec, options, tuning)
+    one_tap = all(k == 1 for k in spec.kernel)
+    wide = all(s == 1 for s in spec.stride) and spec.in_channels >= tuning.direct_im2col_min_channels
+    return (one_tap or wide) and options.target == "cpu"
+
+
+def direct_weight_as_is(spec: ConvBackwardSpec, options: LoweringOptions, tuning: Tuning) -> bool:
+    """f32 on GPU targets, ungrouped, a kernel larger than 1x1 with
+    `tuning.f32_weight_as_is_min_channels`+ grad_input channels: the direct
+    form reads the flipped weight as it is, [f, c, k] with f the reduction,
+    instead of transposed to [c, f, k]: ResNet-50's c256 14x14 layer 3.6x
+    faster on the H100 (1.20 ms against 4.24), slower on c64 and 1x1 ones
+    (docs/performance-journal.md, "f32 on GPUs")."""
+    wide = any(k > 1 for k in spec.kernel) and spec.in_channels >= tuning.f32_weight_as_is_min_channels
+    return spec.groups == 1 and targets.f32_on_gpu(options.target, spec.dtype) and wide
+
+
+def direct_widened(spec: ConvBackwardSpec, options: LoweringOptions, tuning: Tuning) -> bool:
+    """A direct form whose window slides along no dim folds to a
+    contraction; IREE's f16 code for it did not finish on channels off its
+    MMA tile (`targets.widens_windowless`): it runs in f32."""
+    channels = (spec.in_channels_per_group, spec.out_channels_per_group)
+    return (geometry.slides_no_window(spec.kernel, spec.input_spatial)
+            and targets.widens_windowless(options.target, spec.dtype, channels, tuning))
+
+
+def phase_one_matmul(spec: ConvBackwardSpec, options: LoweringOptions) -> bool:
+    """An ungrouped 1x1 kernel's one phase on the CPU, and in f32 on GPU
+    targets: one row-major matmul woven into the grid. In f32 on the H100
+    it ran 3.3x-18x faster than the weight-first GEMM on all six strided
+    1x1 layers (1x1 c1024 k2048 50x50: 23 ms against 130; IREE's own
+    matmul 21)."""
+    one_tap = all(k == 1 for k in spec.kernel) and spec.groups == 1
+    return one_tap and (options.target == "cpu" or targets.f32_on_gpu(options.target, spec.dtype))
+
+
+def phase_weight_first(spec: ConvBackwardSpec, options: LoweringOptions) -> bool:
+    """An ungrouped 1x1 kernel on a GPU target: its one phase is the
+    weight-first GEMM, the operand order IREE 3.13's CUDA code computes
+    right in f16 (the convolution-shaped contraction it computed wrongly).
+    Grouped, with 8 channels per group (1x1 g32 n32 c256 100x100) the GEMM
+    did not finish in 120 s: grouped 1x1 kernels keep the phase's
+    convolution."""
+    return all(k == 1 for k in spec.kernel) and spec.groups == 1 and options.on_gpu
+
+
+def phase_widened(spec: ConvBackwardSpec, phases: Phases, options: LoweringOptions, tuning: Tuning) -> bool:
+    """A phase of a grouped f16/bf16 per-phase form that runs in f32 on GPU
+    targets: a phase of one tap, whose window slides along no dim, where
+    `targets.widens_windowless` says (channels a group on which IREE 3.13's
+    f16 code did not finish). The other phases keep the dtype."""
+    one_tap = all(ph.taps == 1 for ph in phases)
+    channels = (spec.in_channels_per_group, spec.out_channels_per_group)
+    return one_tap and spec.groups > 1 and targets.widens_windowless(options.target, spec.dtype, channels, tuning)
+
+
+def woven_axes(spec: ConvBackwardSpec, counts: list[int], half: bool, options: LoweringOptions) -> tuple[int, ...]:
+    """The dims of a lone phase's result, contracted on a GPU target from
+    f16/bf16 operands (`half`), that are woven with zeros instead of
+    stepped along by its strided insert (dims of more than one row and a
+    stride). IREE 3.13 failed to compile that insert fused into an f16/bf16
+    MMA dispatch where one dim is strided ("LLVM Translation failed for
+    operation: builtin.unrealized_conversion_cast"; two strided dims
+    compiled), and the weight-first GEMM on gfx942 with a dynamic batch
+    where two are ("LLVM ERROR: Cannot select: f32 = Constant<-1>")."""
+    if options.target == "cpu" or not half:
+        return ()
+    strided = tuple(a for a, (s, q) in enumerate(zip(spec.stride, counts)) if s > 1 and q > 1)
+    if len(strided) == 1:
+        return strided
+    if phase_weight_first(spec, options) and options.target == "gfx942" and spec.dynamic_batch:
+        return strided
+    return ()
+
+
+def decoded_sizes(spec: ConvBackwardSpec, live: list[Phases]) -> list[int]:
+    """What one table of every phase's taps divides its flat index by: the
+    groups, the channels a group each way and every phase's taps per dim."""
+    sizes = [spec.groups, spec.in_channels_per_group, spec.out_channels_per_group]
+    return sizes + [ph.taps for phases in live for ph in phases]
+
+
+def decodes_by_shifts(spec: ConvBackwardSpec, live: list[Phases]) -> bool:
+    """Whether every size that table decodes by is a power of two. Dividing
+    by others, IREE 3.13's CUDA code for the gather failed to compile on
+    layers with a stride-1 dim beside a strided one: "LLVM ERROR: Cannot
+    select: v2i16,v2i16 = umul_lohi". A table per phase has no division and
+    compiled on every one of them (docs/performance-journal.md, "Random layers
+    compiled for GPUs")."""
+    return all(size & (size - 1) == 0 for size in decoded_sizes(spec, live))
+
+
+def phase_one_table(spec: ConvBackwardSpec, live: list[Phases], options: LoweringOptions, tuning: Tuning) -> bool:
+    """GPU per-phase: every phase's taps gathered by one op, for kernels
+    narrower than `tuning.one_table_kernel` whose table decodes by shifts:
+    a gather per phase was a dispatch per phase on IREE's GPU code
+    (docs/performance-journal.md, "One tap table")."""
+    return options.on_gpu and max(spec.kernel) < tuning.one_table_kernel and decodes_by_shifts(spec, live)
+
+
+def narrow_groups_on_gfx942(spec: ConvBackwardSpec, options: LoweringOptions, tuning: Tuning) -> bool:
+    """Grouped layers with fewer than 16 input channels a group and 32 or
+    more output channels a group, whose f16/bf16 phase convolutions IREE
+    3.13 did not compile for gfx942 ("uses 69632 bytes of shared memory;
+    exceeded the limit of 65536"); CUDA compiled all of them."""
+    c_group, f_group = spec.in_channels_per_group, spec.out_channels_per_group
+    return (options.target == "gfx942" and spec.groups > 1 and c_group < tuning.gfx942_narrow_group_inputs
+            and f_group >= tuning.gfx942_wide_group_outputs)
+
+
+def computes_in_f32(spec: ConvBackwardSpec, form_: str, options: LoweringOptions, tuning: Tuning) -> bool:
+    """Whether the form's f16/bf16 contractions run in f32 instead: the
+    sub-pixel form (never checked in f16 on a GPU), a grouped per-phase
+    form whose one live phase is widened (a grouped 1x1 kernel; widened
+    only inside the phase, the g32 one did not finish), and gfx942's
+    narrow groups (`narrow_groups_on_gfx942`). On the H100 IREE 3.13's CUDA
+    code computed the per-phase form's 1-tap phases wrongly in f16 (60%-120%
+    of the largest value) where they were convolutions; col2im and the
+    direct form were right in f16 on every layer checked and keep it
+    (docs/performance-journal.md, "Read first", "Windowless convolutions in f16")."""
+    if not targets.half_precision_on_gpu(options.target, spec.dtype):
+        return False
+    live = live_phases(spec)[0]
+    grouped_one_tap = (form_ == "per-phase" and spec.groups > 1 and len(live) == 1
+                       and phase_widened(spec, live[0], options, tuning))
+    narrow = form_ == "per-phase" and narrow_groups_on_gfx942(spec, options, tuning)
+    return form_ == "sub-pixel" or grouped_one_tap or narrow
+
+
+def transposed_gemm_applies(spec: ConvBackwardSpec, tuning: Tuning) -> bool:
+    """Whether a transposed 1x1 kernel in f16/bf16 on a GPU target takes the
+    weight-first GEMM rather than its convolution widened to f32. On the
+    H100, n16 c512 k256 28x28 stride 2: 0.17-0.19 ms against 141 ms
+    ungrouped, 0.26 against 4.1 in 4 groups; with 8 channels a group the
+    GEMM did not finish in 120 s."""
+    per_group = min(spec.in_channels_per_group, spec.out_channels_per_group)
+    return spec.groups == 1 or per_group >= tuning.transposed_gemm_min_group_channels
+
+
+def transposed_form(spec: ConvBackwardSpec, options: LoweringOptions, tuning: Tuning) -> tuple[str, str]:
+    """(the form of a transposed convolution's grad_input, the rule): a
+    strided forward convolution of grad_output, or on GPU targets an
+    ungrouped strided 1x1 kernel in f32 an im2col gather and the named
+    matmul (`targets.one_tap_strided_f32_on_gpu`), an f16/bf16 1x1 kernel
+    the weight-first GEMM (`transposed_gemm_applies`), and a window that
+    slides along no dim the rows it reads copied and a convolution over
+    them, its positions' loops first (`targets.windowless_half_on_gpu`)."""
+    if targets.one_tap_strided_f32_on_gpu(options.target, spec.dtype, spec.kernel, spec.stride, spec.groups):
+        return "im2col-matmul", "one_tap_strided_f32_im2col"
+    if targets.one_tap_half_on_gpu(options.target, spec.dtype, spec.kernel) and transposed_gemm_applies(spec, tuning):
+        return "weight-first-gemm", "transposed_one_tap_gemm"
+    if targets.windowless_half_on_gpu(options.target, spec.dtype, spec.kernel, spec.input_spatial):
+        return "windowless-conv", "windowless_half_conv"
+    return "conv", "transposed_strided_conv"
