@@ -1,4 +1,4 @@
-"""The `iree-bwdconv` command: train, lower, compile, opt (patterns only), demo."""
+"""The `iree-bwdconv` command: train, explain, lower, compile, opt (patterns only), demo."""
 
 from __future__ import annotations
 
@@ -97,6 +97,59 @@ def cmd_lower(args: argparse.Namespace) -> int:
     module = _parse(_read(args.input), args.input)
     _write(lowering.lower_torch(module, args.backend, options), args.output)
     return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    """The plan of every convolution of a file, or of one layer, and why."""
+    from . import explain
+    from .spec import layer_spec
+
+    options = _options(args)
+    if (args.input is None) == (args.layer is None):
+        raise InvalidArgumentError("input", args.input, "give a .mlir file or --layer, not both")
+    if args.input is not None:
+        text = _read(args.input)
+        _parse(text, args.input)  # a clear error for text that is not torch IR
+        print(explain.explain_file(text, options, dispatches=not args.no_dispatches))
+        return 0
+    layer = _layer_arguments(args.layer)
+    spec = layer_spec(**layer)
+    print(explain.describe_layer(spec))
+    print("\n".join(explain.explain_spec(spec, options, dispatches=not args.no_dispatches)))
+    return 0
+
+
+_LAYER_HELP = ("one layer as NAME=VALUE pairs: n (batch, or ? for dynamic), c, f, size (e.g. 28x28), k, s, p, d, "
+               "g, dtype, transposed, op (output_padding), mask (e.g. 111); k, s, p, d, op take one value or one "
+               "per dim (3x3)")
+
+
+def _layer_arguments(pairs: Sequence[str]) -> dict:
+    """`layer_spec`'s arguments from --layer's NAME=VALUE pairs."""
+    values = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
+    bad = [pair for pair in pairs if "=" not in pair] + [name for name in values if name not in _LAYER_NAMES]
+    if bad:
+        raise InvalidArgumentError("--layer", bad[0], _LAYER_HELP)
+    try:
+        sizes = tuple(int(v) for v in values.get("size", "").split("x"))
+        rank = len(sizes)
+
+        def per_dim(name: str, default: int) -> tuple[int, ...]:
+            given = [int(v) for v in values.get(name, str(default)).split("x")]
+            return tuple(given * rank if len(given) == 1 else given)
+
+        return {"batch": None if values.get("n", "1") == "?" else int(values.get("n", "1")),
+                "in_channels": int(values["c"]), "out_channels": int(values["f"]), "sizes": sizes,
+                "kernel": per_dim("k", 1), "stride": per_dim("s", 1), "padding": per_dim("p", 0),
+                "dilation": per_dim("d", 1), "groups": int(values.get("g", "1")),
+                "dtype": values.get("dtype", "f32"), "transposed": values.get("transposed", "0") in ("1", "true"),
+                "output_padding": per_dim("op", 0),
+                "output_mask": tuple(ch == "1" for ch in values.get("mask", "111"))}
+    except (KeyError, ValueError) as err:
+        raise InvalidArgumentError("--layer", " ".join(pairs), f"{_LAYER_HELP} ({err})") from None
+
+
+_LAYER_NAMES = ("n", "c", "f", "size", "k", "s", "p", "d", "g", "dtype", "transposed", "op", "mask")
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
@@ -199,6 +252,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the IREE target the linalg forms are chosen for (default cpu)")
     lower.add_argument("--plain-forms", action="store_true", help=_PLAIN_FORMS_HELP)
     lower.set_defaults(run=cmd_lower)
+
+    explain = sub.add_parser("explain", help="why each convolution is lowered the way it is: plan, rules, "
+                                               "faults, multiply-adds, dispatches, cache key")
+    explain.add_argument("input", nargs="?", help="a raw torch-dialect .mlir file, or - for stdin")
+    explain.add_argument("--layer", nargs="+", metavar="NAME=VALUE", help=_LAYER_HELP)
+    explain.add_argument("--target", choices=TARGETS, default="cpu")
+    explain.add_argument("--plain-forms", action="store_true", help=_PLAIN_FORMS_HELP)
+    explain.add_argument("--no-dispatches", action="store_true", help="skip the compile that counts dispatches")
+    explain.set_defaults(run=cmd_explain)
 
     comp = sub.add_parser("compile", help="linalg .mlir to a .vmfb for a target")
     comp.add_argument("input")

@@ -421,3 +421,11 @@ def widened_last_length(lengths: Sequence[int], multiple: int, max_growth: float
     step = multiple // math.gcd(math.prod(lengths[:-1]), multiple)
     last = _ceil_div(lengths[-1], step) * step
     return (*lengths[:-1], last) if last <= lengths[-1] * max_growth else tuple(lengths)
+
+
+def taps_inside(positions: int, bound: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
+    """Pairs (window position p < `positions`, tap k < `kernel`) whose read
+    `p*stride - padding + k*dilation` falls inside `0 .. bound-1`: the
+    products of one dim that touch no padding."""
+    return sum(1 for p in range(positions) for k in range(kernel)
+               if 0 <= p * stride - padding + k * dilation < bound)

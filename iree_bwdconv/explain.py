@@ -1,0 +1,155 @@
+"""`iree-bwdconv explain`: why each convolution is lowered the way it is.
+
+For each convolution of a raw torch-dialect file (or one layer given by its
+arguments): the plan of each gradient, the rules that decided it with the
+figure behind each (docs/forms.md), the IREE faults worked around on the
+target, the multiply-adds its lowering executes against those it needs,
+its dispatch count, and the compile cache key of its module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Optional
+
+from . import compile_cache, functional, iree_faults, lowering, multiply_adds, pipeline, replacement
+from .options import LoweringOptions
+from .plan import ForwardPlan, GradBiasPlan, GradInputPlan, GradWeightPlan, Plan, plan, plan_forward
+from .plan.rules import RULES
+from .spec import ConvBackwardSpec
+
+FORWARD = "torch.aten.convolution"
+
+
+def describe_layer(spec: ConvBackwardSpec) -> str:
+    """The layer in one line: rank, batch, channels, sizes and arguments."""
+    def sizes(values) -> str:
+        return "x".join(str(v) for v in values)
+    kind = "transposed " if spec.transposed else ""
+    asked = "".join("1" if wanted else "0" for wanted in spec.output_mask)
+    return (f"{kind}{spec.spatial_rank}-D n{spec.batch or '?'} c{spec.in_channels} f{spec.out_channels} "
+            f"{sizes(spec.input_spatial)} k{sizes(spec.kernel)} s{sizes(spec.stride)} p{sizes(spec.padding)} "
+            f"d{sizes(spec.dilation)} g{spec.groups} {spec.dtype}, gradients {asked}")
+
+
+def _grad_input(p: GradInputPlan) -> str:
+    if p.form == "transposed":
+        return f"a strided convolution of grad_output ({p.transposed_form})" + (", in f32" if p.widened_windowless
+                                                                               else "")
+    notes = [note for note, on in (
+        ("in f32", p.in_f32), ("im2col + matmul", p.im2col_matmul), ("the weight read as it is", p.weight_as_is),
+        ("in f32 (windowless, off the MMA tile)", p.widened_windowless), ("one matmul", p.one_matmul),
+        ("weight-first GEMM", p.weight_first), (f"woven along dims {list(p.woven_axes)}", bool(p.woven_axes)),
+        ("one tap table", p.one_table), (f"{len(p.widened_phases)} phase(s) in f32", bool(p.widened_phases)),
+        ("woven by a gather", p.gather_weave), ("a matmul per image", p.images_first)) if on]
+    return p.form + (f" ({', '.join(notes)})" if notes else "")
+
+
+def _grad_weight(p: GradWeightPlan) -> str:
+    notes = [note for note, on in (
+        (f"split {p.image_split} ways by images", p.image_split > 1),
+        (f"split-K {p.im2col_split} ways", p.im2col_split > 1), ("columns-first", p.columns_first),
+        (f"window {'x'.join(map(str, p.taps))}", p.form == "im2col"), ("read unpadded", p.gather_unpadded),
+        ("read as f32", p.widened), ("linalg.matmul", p.named_matmul),
+        (f"{p.rows_padding[0]} positions and {p.rows_padding[1]} channels of zeros appended", any(p.rows_padding)))
+        if on]
+    return p.form + (f" ({', '.join(notes)})" if notes else "")
+
+
+def _grad_bias(p: GradBiasPlan) -> str:
+    if p.batch_first:
+        return "over the images first, then the positions"
+    if p.split:
+        return f"two steps: each image and channel's positions in {p.split} run(s), then those sums"
+    return "one reduction"
+
+
+def _rule_lines(names: tuple[str, ...]) -> list[str]:
+    width = max(len(name) for name in names)
+    return [f"    {name:<{width}}  {RULES[name].says} [{RULES[name].evidence}]" for name in dict.fromkeys(names)]
+
+
+def _ratio(executed: int, useful: int) -> str:
+    return f"{executed / 1e6:,.1f} M executed / {useful / 1e6:,.1f} M useful ({executed / useful:.2f}x)"
+
+
+def _executed(spec: ConvBackwardSpec, gradient: int, options: LoweringOptions, decided: Plan) -> int:
+    """Multiply-adds of one gradient's lowering alone (0 for a gradient
+    with no products); our CUDA kernel computes each product of its GEMM once."""
+    alone = dataclasses.replace(spec, output_mask=tuple(i == gradient for i in range(3)))
+    if gradient == 0 and decided.grad_input and decided.grad_input.form == "kernel":
+        return (spec.batch or 1) * spec.in_channels * spec.out_channels * math.prod(spec.output_spatial)
+    return multiply_adds.executed(functional.lowered(alone, None, options))
+
+
+def explain_spec(spec: ConvBackwardSpec, options: LoweringOptions, *, dispatches: bool = True,
+                 module_ir: Optional[str] = None) -> list[str]:
+    """The lines `explain` prints for one convolution_backward; `module_ir`:
+    the torch IR its compile cache key is of (default: the layer's own)."""
+    decided = plan(spec, options)
+    lines = [f"  plan for {options.target} (pattern {decided.pattern}"
+             + (", group by group" if decided.group_split else "") + "):"]
+    for name, part, describe in (("grad_input", decided.grad_input, _grad_input),
+                                 ("grad_weight", decided.grad_weight, _grad_weight),
+                                 ("grad_bias", decided.grad_bias, _grad_bias)):
+        if part is not None:
+            lines.append(f"    {name:<12} {describe(part)}")
+    lines += ["  rules:", *_rule_lines(decided.rules)]
+    faults = [fault.name for fault in iree_faults.FAULTS.values() if iree_faults.seen_on(fault, options.target)]
+    lines.append(f"  IREE faults worked around on {options.target}: {', '.join(faults) or 'none'}")
+    useful = multiply_adds.useful(spec)
+    work = [f"{name} {_ratio(_executed(spec, index, options, decided), useful)}"
+            for index, name in ((0, "grad_input"), (1, "grad_weight")) if spec.output_mask[index]]
+    per = " (one image: the batch is dynamic)" if spec.dynamic_batch else ""
+    lines.extend(f"  multiply-adds{per}: {line}" for line in work)
+    bias = (spec.out_channels,) if spec.output_mask[2] else None
+    linalg = functional.lowered(spec, bias, options)
+    if dispatches:
+        flow = pipeline.iree_compile_to(linalg, options.target, "flow")
+        count = flow.count("flow.executable private") + flow.count("hal.dispatch.extern")
+        lines.append(f"  dispatches: {count}")
+    if module_ir is None:
+        module_ir = str(lowering.import_module(functional.ConvolutionBackward(spec, bias), *_zeros(spec)))
+    flags = pipeline.keyed_flags(pipeline.compile_flags(options.target))
+    lines.append(f"  compile cache key: {compile_cache.cache_key(module_ir, flags, options.cache_key())}")
+    return lines
+
+
+def _zeros(spec: ConvBackwardSpec) -> list:
+    import torch
+
+    dtype = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[spec.dtype]
+    return [torch.zeros([size or 2 for size in shape], dtype=dtype)
+            for shape in (spec.grad_output_shape, spec.input_shape, spec.weight_shape)]
+
+
+def _forward_lines(decided: ForwardPlan, options: LoweringOptions) -> list[str]:
+    form = decided.form or "torch-mlir's own lowering"
+    extra = ", in f32" if decided.widened else ", im2col + matmul" if decided.gather else ""
+    return [f"  plan for {options.target}: {form}{extra}", "  rules:", *_rule_lines((decided.rule,))]
+
+
+def explain_file(text: str, options: LoweringOptions, *, dispatches: bool = True) -> str:
+    """`explain_spec` for every convolution_backward of a raw torch-dialect
+    module, and the forward plan of every convolution; the cache key is the
+    whole module's, as the torch.compile backend keys it."""
+    module = lowering.parse_torch_mlir(text)
+    with module.context:
+        lowering.to_torch_backend(module, "linalg")
+        out: list[str] = []
+        for index, op in enumerate(lowering.ops_named(module, lowering.patterns.convolution_backward.ROOT), 1):
+            spec, why_not = replacement.check_convolution_backward(op)
+            out.append(f"convolution_backward #{index} at {op.location}")
+            if spec is None:
+                out.append(f"  not ours: {why_not}")
+                continue
+            out.append(f"  {describe_layer(spec)}")
+            out.extend(explain_spec(spec, options, dispatches=dispatches, module_ir=text))
+        for index, op in enumerate(lowering.ops_named(module, FORWARD), 1):
+            forward, why_not = lowering.patterns.convolution_forward.forward_spec(op)
+            out.append(f"convolution #{index} at {op.location}")
+            out.extend([f"  not ours: {why_not}"] if forward is None
+                       else _forward_lines(plan_forward(forward, options), options))
+    return "\n".join(out) if out else "no convolution in this module"
+

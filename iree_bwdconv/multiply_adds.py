@@ -1,0 +1,62 @@
+"""Multiply-adds: those a lowered module executes (every contraction of its
+linalg, counted from its loop ranges) and those a convolution's gradients
+need (the products that touch neither padding nor inserted zeros), for
+`iree-bwdconv explain` and the benchmarks that compare forms by work."""
+
+from __future__ import annotations
+
+import math
+
+from iree.compiler import ir
+from iree.compiler import passmanager
+
+from . import geometry, iree_ir
+from .spec import ConvBackwardSpec
+
+_GENERALIZE = "builtin.module(func.func(linalg-generalize-named-ops))"
+_MULTIPLIES = ("arith.mulf", "arith.muli")
+
+
+def useful(spec: ConvBackwardSpec) -> int:
+    """The products one of grad_input and grad_weight needs: those of the
+    convolution itself whose input element is not padding (each gradient
+    takes every such product once). A dynamic batch counts one image."""
+    if spec.transposed:  # x's positions slide over the output
+        window = zip(spec.input_spatial, spec.output_spatial, spec.kernel, spec.stride, spec.padding, spec.dilation)
+    else:
+        window = zip(spec.output_spatial, spec.input_spatial, spec.kernel, spec.stride, spec.padding, spec.dilation)
+    pairs = math.prod(geometry.taps_inside(*dim) for dim in window)
+    return (spec.batch or 1) * spec.in_channels_per_group * spec.out_channels * pairs
+
+
+def _loop_ranges(op: ir.Operation) -> list[int]:
+    """Each loop's static extent: the size of an operand dim its maps read
+    as that loop alone."""
+    maps = [ir.AffineMapAttr(attr).value for attr in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    ranges = [0] * maps[0].n_dims
+    for operand, map_ in zip(op.operands, maps):
+        shape = ir.ShapedType(operand.type).shape if isinstance(operand.type, ir.ShapedType) else []
+        for position, expr in enumerate(map_.results):
+            expr = expr.maybe_downcast()
+            if isinstance(expr, ir.AffineDimExpr) and shape[position] != iree_ir.DYNAMIC:
+                ranges[expr.position] = shape[position]
+    return ranges
+
+
+def _is_contraction(op: ir.Operation) -> bool:
+    if op.name != "linalg.generic" or "reduction" not in str(op.attributes["iterator_types"]):
+        return False
+    body = op.regions[0].blocks[0]
+    return any(inner.operation.name in _MULTIPLIES for inner in body.operations)
+
+
+def executed(linalg: str, dynamic_batch: int = 1) -> int:
+    """Multiply-adds of every contraction in `linalg` (named ones
+    generalized first); a dynamic size counts `dynamic_batch`."""
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(linalg)
+        passmanager.PassManager.parse(_GENERALIZE).run(module.operation)
+        total = 0
+        for op in iree_ir.ops_where(module, _is_contraction):
+            total += math.prod(size or dynamic_batch for size in _loop_ranges(op))
+        return total
