@@ -45,9 +45,12 @@ DEFAULT_COMPILE_TIMEOUT_S = 1200.0
 
 
 def default_parallel_compiles() -> int:
-    """Graphs compiled at once: two where there are two cores (a graph's
-    lowering is one thread, its iree-compile several), up to four."""
-    return max(1, min(4, os.cpu_count() or 1))
+    """Graphs compiled at once: one a core this process may run on (a
+    graph's lowering is one thread, its iree-compile several), up to four.
+    The cores it may run on, not the machine's: a container or `taskset`
+    that gives it two of 64 must not start 4 compiles."""
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(4, usable or 1))
 
 
 class GraphLoweringError(BwdConvError):

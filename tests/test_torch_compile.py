@@ -302,3 +302,15 @@ def test_a_graph_gfx942_refuses_is_lowered_again_in_the_plain_forms(monkeypatch)
         compiled = CompiledGraph(_demo_training_graphs()[1], "gfx942", None, CompileStats())
     assert len(inputs) == 2 and inputs[0] != inputs[1]
     assert b"rocm-hsaco-fb" in compiled.vmfb
+
+
+def test_parallel_compiles_follow_the_cores_this_process_may_use():
+    import os
+
+    cores = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, {min(cores)})
+        assert dynamo.default_parallel_compiles() == 1
+    finally:
+        os.sched_setaffinity(0, cores)
+    assert dynamo.default_parallel_compiles() == max(1, min(4, len(cores)))
