@@ -95,7 +95,10 @@ def eager_median_ms(spec: dict, mask: str) -> float:
         w_shape = [spec["k"], spec["c"] // spec["groups"], spec["kernel"], spec["kernel"]]
     x = torch.randn(spec["n"], spec["c"], *spec["hw"], device="cuda", dtype=dtype)
     w = torch.randn(*w_shape, device="cuda", dtype=dtype)
-    if mask == "forward":  # the convolution itself
+    if mask == "forward" and transposed:  # the transposed convolution itself
+        run = lambda: torch.nn.functional.conv_transpose2d(  # noqa: E731
+            x, w, None, spec["stride"], spec["padding"], spec.get("output_padding", 0), spec["groups"], dilation)
+    elif mask == "forward":  # the convolution itself
         run = lambda: torch.nn.functional.conv2d(x, w, None, spec["stride"], spec["padding"], dilation,  # noqa: E731
                                                  spec["groups"])
     else:

@@ -13,9 +13,11 @@ import dataclasses
 import math
 from typing import Optional
 
-from . import compile_cache, functional, iree_faults, lowering, multiply_adds, pipeline, replacement
+from . import compile_cache, functional, iree_faults, lowering, multiply_adds, pipeline, replacement, torch_ir
+from .errors import InvalidArgumentError
 from .options import LoweringOptions
-from .plan import ForwardPlan, GradBiasPlan, GradInputPlan, GradWeightPlan, Plan, plan, plan_forward
+from .plan import (ForwardPlan, GradBiasPlan, GradInputPlan, GradWeightPlan, Plan, plan, plan_forward,
+                   plan_transposed_forward)
 from .plan.rules import RULES
 from .spec import ConvBackwardSpec
 
@@ -130,6 +132,23 @@ def _forward_lines(decided: ForwardPlan, options: LoweringOptions) -> list[str]:
     return [f"  plan for {options.target}: {form}{extra}", "  rules:", *_rule_lines((decided.rule,))]
 
 
+def _convolution_lines(op, options: LoweringOptions, dispatches: bool, text: str) -> list[str]:
+    """A forward convolution's plan; a strided transposed one's is the plan
+    of the grad_input it is (`plan.plan_transposed_forward`)."""
+    forward, why_not = lowering.patterns.convolution_forward.forward_spec(op)
+    if forward is not None:
+        return _forward_lines(plan_forward(forward, options), options)
+    try:
+        transposes = torch_ir.read_transposed_convolution(op)
+    except (torch_ir.PatternMismatch, InvalidArgumentError):
+        return [f"  not ours: {why_not}"]
+    decided, rule = plan_transposed_forward(transposes, options)
+    if decided is None:
+        return [f"  not ours: {RULES[rule].says} ({rule})"]
+    return [f"  transposed: the grad_input of {describe_layer(transposes)} ({rule})",
+            *explain_spec(transposes, options, dispatches=dispatches, module_ir=text)]
+
+
 def explain_file(text: str, options: LoweringOptions, *, dispatches: bool = True) -> str:
     """`explain_spec` for every convolution_backward of a raw torch-dialect
     module, and the forward plan of every convolution; the cache key is the
@@ -147,9 +166,7 @@ def explain_file(text: str, options: LoweringOptions, *, dispatches: bool = True
             out.append(f"  {describe_layer(spec)}")
             out.extend(explain_spec(spec, options, dispatches=dispatches, module_ir=text))
         for index, op in enumerate(lowering.ops_named(module, FORWARD), 1):
-            forward, why_not = lowering.patterns.convolution_forward.forward_spec(op)
             out.append(f"convolution #{index} at {op.location}")
-            out.extend([f"  not ours: {why_not}"] if forward is None
-                       else _forward_lines(plan_forward(forward, options), options))
+            out.extend(_convolution_lines(op, options, dispatches, text))
     return "\n".join(out) if out else "no convolution in this module"
 

@@ -18,7 +18,7 @@ are inserted side by side into one tensor.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 from torch_mlir import ir
 from torch_mlir.dialects import tensor
@@ -59,16 +59,17 @@ CONCAT_AXIS = {"grad_input": 1, "grad_weight": 0}
 
 def per_group(
     spec: ConvBackwardSpec, gradient: str, build: GradientBuilder,
-    grad_output: ir.Value, input_: ir.Value, weight: ir.Value,
+    grad_output: ir.Value, input_: Optional[ir.Value], weight: ir.Value,
 ) -> ir.Value:
     """`build(spec, grad_output, input_, weight)` once per group, on that
-    group's channels with an ungrouped spec, concatenated."""
+    group's channels with an ungrouped spec, concatenated (`input_` None
+    where the gradient does not read it: grad_input)."""
     g, one = spec.groups, one_group_spec(spec)
     parts = [
         build(
             one,
             channel_slice(grad_output, 1, i, one.out_channels),
-            channel_slice(input_, 1, i, one.in_channels),
+            None if input_ is None else channel_slice(input_, 1, i, one.in_channels),
             channel_slice(weight, 0, i, one.weight_shape[0]),
         )
         for i in range(g)

@@ -48,6 +48,16 @@ def replace_convolution_backward(op: ir.Operation, rewriter, plan: Plan, grad_in
         rewriter.replace_op(op, results)
 
 
+def grad_input_of(plan: Plan, build: GradInputBuilder, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
+    """grad_input built by `build` as `plan` says (group by group where it
+    splits the groups), from builtin tensors: for a pattern whose op is not
+    a convolution_backward (a transposed convolution's forward)."""
+    if plan.group_split:
+        return group_split.per_group(plan.spec, "grad_input", lambda s, dy, x, w: build(s, dy, w, plan=plan),
+                                     grad_output, None, weight)
+    return build(plan.spec, grad_output, weight, plan=plan)
+
+
 def check_convolution_backward(op: ir.Operation) -> tuple[Optional[ConvBackwardSpec], Optional[str]]:
     """Preconditions every pattern shares, before any IR is built:
     (spec, None), or (None, why not)."""

@@ -114,3 +114,34 @@ def result_type(op: ir.Operation, index: int) -> Optional[ir.Type]:
     """The op's result type at `index`, or None where it is `!torch.none`."""
     type_ = op.results[index].type
     return None if str(type_) == "!torch.none" else type_
+
+
+def read_transposed_convolution(op: ir.Operation) -> ConvBackwardSpec:
+    """The spec of the convolution_backward whose grad_input a transposed
+    `aten.convolution` computes: the strided convolution it transposes,
+    from its output's shape (input) to its input's (grad_output), with its
+    weight as it is ([C_in, C_out/G, *K] is that convolution's [F, C/G, *K]).
+    PatternMismatch or InvalidArgumentError where it is not one."""
+    input_, weight, _, stride, padding, dilation, transposed, output_padding, groups = op.operands
+    if not constant_bool(transposed, "transposed"):
+        raise PatternMismatch("transposed=False: not a transposed convolution")
+    (x_shape, x_dtype), (w_shape, w_dtype) = vtensor_shape_and_dtype(input_.type), vtensor_shape_and_dtype(weight.type)
+    y_shape, _ = vtensor_shape_and_dtype(op.results[0].type)
+    rank = len(w_shape) - 2
+    steps = constant_list(stride, "stride", constant_int)
+    pads = constant_list(padding, "padding", constant_int)
+    dilations = constant_list(dilation, "dilation", constant_int)
+    extra = constant_list(output_padding, "output_padding", constant_int)
+    if any(size is None for size in (*x_shape[1:], *y_shape[1:])):
+        raise PatternMismatch("dynamic channel or spatial sizes")
+    if any(e >= s for e, s in zip(extra, steps)):
+        raise PatternMismatch(f"output_padding {extra} reaches a stride {steps}: not the data gradient of one "
+                              "convolution")
+    return make_spec(
+        grad_output_shape=x_shape,
+        input_shape=(x_shape[0], *y_shape[1:]),
+        weight_shape=w_shape,
+        dtypes={"grad_output": _TORCH_DTYPES.get(x_dtype, x_dtype), "input": _TORCH_DTYPES.get(x_dtype, x_dtype),
+                "weight": _TORCH_DTYPES.get(w_dtype, w_dtype)},
+        bias_sizes=None, stride=steps, padding=pads, dilation=dilations, transposed=False,
+        output_padding=[0] * rank, groups=constant_int(groups, "groups"), output_mask=[True, False, False])

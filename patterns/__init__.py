@@ -21,7 +21,8 @@ from torch_mlir.rewrite import PatternRewriter, RewritePatternSet, apply_pattern
 
 from iree_bwdconv.options import LoweringOptions
 
-from . import convolution_backward, convolution_backward_kernel, convolution_backward_phases, convolution_forward
+from . import (convolution_backward, convolution_backward_kernel, convolution_backward_phases, convolution_forward,
+               convolution_transposed)
 
 RewriteFn = Callable[..., Optional[str]]  # (op, rewriter, *, options) -> why it did not match, or None
 
@@ -49,6 +50,7 @@ REGISTRY: tuple[Pattern, ...] = (
     ),
     Pattern("convolution_backward", convolution_backward.ROOT, convolution_backward.rewrite),
     Pattern("convolution_forward", convolution_forward.ROOT, convolution_forward.rewrite),
+    Pattern("convolution_transposed", convolution_transposed.ROOT, convolution_transposed.rewrite),
 )
 
 

@@ -61,8 +61,13 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter, *, options: LoweringOpt
     module = op
     while module.name != "builtin.module":
         module = module.parent
-    replacement.replace_convolution_backward(op, rewriter, plan, lambda s, dy, w, *, plan: _call(module, s, dy, w))
+    replacement.replace_convolution_backward(op, rewriter, plan, builder(module))
     return None
+
+
+def builder(module: ir.Operation) -> replacement.GradInputBuilder:
+    """grad_input by a call of the kernel, declared in `module`."""
+    return lambda spec, grad_output, weight, *, plan: _call(module, spec, grad_output, weight)
 
 
 def _call(module: ir.Operation, spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:

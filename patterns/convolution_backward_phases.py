@@ -284,9 +284,15 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter, *, options: LoweringOpt
             return "grad_input is not asked for: the convolution_backward pattern lowers the others"
         rule = next(name for name in plan.rules if RULES[name].gradient == "grad_input")
         return f"the plan's grad_input form is {plan.grad_input.form} ({rule}: {RULES[rule].says})"
-    build = BUILDERS[plan.grad_input.form]
-    replacement.replace_convolution_backward(op, rewriter, plan, _in_f32(build) if plan.grad_input.in_f32 else build)
+    replacement.replace_convolution_backward(op, rewriter, plan, builder(plan))
     return None
+
+
+def builder(plan: Plan) -> replacement.GradInputBuilder:
+    """The builder of the plan's strided grad_input form, on operands
+    widened to f32 where the plan says."""
+    build = BUILDERS[plan.grad_input.form]
+    return _in_f32(build) if plan.grad_input.in_f32 else build
 
 
 def _in_f32(build: replacement.GradInputBuilder) -> replacement.GradInputBuilder:

@@ -48,7 +48,7 @@ from iree_bwdconv.spec import SUPPORTED_DTYPES
 ROOT = "torch.aten.convolution"
 
 
-def _add_bias(value: ir.Value, bias: ir.Value) -> ir.Value:
+def add_bias(value: ir.Value, bias: ir.Value) -> ir.Value:
     """out[n,f,o...] = value[n,f,o...] + bias[f], in value's element type."""
     rank = ir.RankedTensorType(value.type).rank
     d = lb.dims(rank)
@@ -130,7 +130,7 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter, *, options: LoweringOpt
                      for g in range(groups_)]
             out = group_split.concat(parts, 1) if groups_ > 1 else parts[0]
         if not torch_ir.is_none(bias):
-            out = _add_bias(out, torch_ir.to_builtin(bias))
+            out = add_bias(out, torch_ir.to_builtin(bias))
         out = lb.convert(out, lb.element_type(dtype))
         rewriter.replace_op(op, [torch_ir.from_builtin(out, op.results[0].type)])
     return None

@@ -79,3 +79,12 @@ def test_explain_a_file_covers_each_convolution(tmp_path, capsys):
 def test_explain_refuses_a_bad_layer_by_name(capsys):
     assert cli.main(["explain", "--layer", "c=8", "f=8", "size=8x8", "stride=2"]) == 1
     assert "--layer" in capsys.readouterr().err
+
+
+def test_explain_a_strided_transposed_convolution_as_the_gradient_it_is():
+    conv = torch.nn.ConvTranspose2d(16, 8, 4, stride=2, padding=1)
+    text = str(lowering.import_module(conv, torch.zeros(2, 16, 8, 8)))
+    out = explain.explain_file(text, LoweringOptions(target="gfx942"), dispatches=False)
+    assert "transposed: the grad_input of 2-D n2 c8 f16 16x16 k4x4 s2x2 p1x1" in out
+    assert "transposed_forward_phases" in out and "grad_input   per-phase" not in out  # f32 on gfx942: col2im
+    assert "grad_input   col2im" in out

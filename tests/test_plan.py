@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from iree_bwdconv.options import LoweringOptions
-from iree_bwdconv.plan import ForwardSpec, plan, plan_forward
+from iree_bwdconv.plan import ForwardSpec, plan, plan_forward, plan_transposed_forward
 from iree_bwdconv.plan.rules import RULES
 from iree_bwdconv.spec import layer_spec
 
@@ -170,6 +170,8 @@ def test_every_rule_decides_a_row_of_the_table():
     fired = {rule for _, target, spec, extra, _, _ in BACKWARD
              for rule in plan(spec, LoweringOptions(target=target, **extra)).rules}
     fired |= {plan_forward(spec, LoweringOptions(target=target)).rule for _, target, spec, _, _ in FORWARD}
+    fired |= {plan_transposed_forward(_layer(8, 8, (8, 8), (3, 3), stride, 1), LoweringOptions())[1]
+              for stride in (1, 2)}
     assert fired <= set(RULES), fired - set(RULES)
     assert set(RULES) <= fired, f"rules no row of the table decides by: {sorted(set(RULES) - fired)}"
 
@@ -199,3 +201,15 @@ def test_an_edited_rule_or_threshold_changes_the_compile_cache_key():
 
     names = {path.relative_to(path.parents[1]).as_posix() for path in compile_cache.digested_files()}
     assert {"plan/tuning.py", "plan/grad_input.py", "plan/rules.py"} <= names, sorted(names)
+
+
+@pytest.mark.parametrize("stride, ours, rule", [(2, True, "transposed_forward_phases"),
+                                                (1, False, "transposed_forward_torch_mlir")])
+def test_transposed_forward_plan(stride, ours, rule):
+    """A transposed convolution's forward is the grad_input of the
+    convolution it transposes: planned as that, where strided."""
+    transposes = _layer(32, 64, (32, 32), (4, 4), stride, 1, dtype=F16, output_mask=(True, False, False))
+    decided, why = plan_transposed_forward(transposes, LoweringOptions(target="gfx942"))
+    assert why == rule and (decided is not None) == ours
+    if ours:
+        assert decided.rules[0] == rule and decided.grad_input.form == "per-phase"

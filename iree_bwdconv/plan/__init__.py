@@ -26,7 +26,7 @@ from .grad_weight import GradBiasPlan, GradWeightPlan
 from .tuning import Tuning, for_target
 
 __all__ = ["Plan", "GradInputPlan", "GradWeightPlan", "GradBiasPlan", "ForwardPlan", "ForwardSpec",
-           "plan", "plan_forward", "one_group_spec"]
+           "plan", "plan_forward", "plan_transposed_forward", "one_group_spec"]
 
 # The pattern that builds each grad_input form (patterns/).
 PATTERN_OF_FORM = {"kernel": "convolution_backward_kernel", "per-phase": "convolution_backward_phases",
@@ -81,6 +81,17 @@ def plan(spec: ConvBackwardSpec, options: LoweringOptions) -> Plan:
 def plan_forward(spec: ForwardSpec, options: LoweringOptions) -> ForwardPlan:
     """The form of a forward convolution (`forward.forward`)."""
     return _forward.forward(spec, options, for_target(options.target))
+
+
+def plan_transposed_forward(spec: ConvBackwardSpec, options: LoweringOptions) -> tuple[Optional[Plan], str]:
+    """A strided transposed convolution's forward, given as the spec of the
+    convolution it transposes (`torch_ir.read_transposed_convolution`): the
+    plan of that convolution's grad_input, which it is; None (torch-mlir's
+    lowering) at stride 1, where no zeros are inserted. The rule's name too."""
+    if all(s == 1 for s in spec.stride):
+        return None, "transposed_forward_torch_mlir"
+    decided = plan(spec, options)
+    return dataclasses.replace(decided, rules=("transposed_forward_phases", *decided.rules)), "transposed_forward_phases"
 
 
 def _grad_input(spec: ConvBackwardSpec, built: ConvBackwardSpec, options: LoweringOptions, tuning: Tuning,

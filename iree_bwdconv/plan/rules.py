@@ -126,6 +126,12 @@ RULES: dict[str, Rule] = {
                                          "sliced apart 1.1x-1.4x slower"),
     "cpu_forward_named_conv": Rule("forward", "cpu", "stride 1, under 128 channels, wider than 1x1: "
                                    "torch-mlir's named convolution", "c64 56x56: im2col 0.69x-1.28x its time in three runs, no steady win"),
+    "transposed_forward_phases": Rule("forward", "all", "a strided transposed convolution: the grad_input of the "
+                                      "convolution it transposes, in the plan's form of it",
+                                      "ConvTranspose2d k3 s2 p1 op1 c256: 0.164 ms against plain iree-compile's "
+                                      "0.464 (f16, H200)"),
+    "transposed_forward_torch_mlir": Rule("forward", "all", "a transposed convolution at stride 1: torch-mlir's",
+                                          "no zeros inserted to avoid"),
     "cpu_forward_im2col": Rule("forward", "cpu", "1x1, strided or 128+ channels: im2col + named matmul",
                                "c128 28x28: 2.26 ms against the named convolution's 3.36"),
 }
