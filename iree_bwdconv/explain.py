@@ -98,7 +98,8 @@ def explain_spec(spec: ConvBackwardSpec, options: LoweringOptions, *, dispatches
         if part is not None:
             lines.append(f"    {name:<12} {describe(part)}")
     lines += ["  rules:", *_rule_lines(decided.rules)]
-    faults = [fault.name for fault in iree_faults.FAULTS.values() if iree_faults.seen_on(fault, options.target)]
+    faults = [fault.name for fault in iree_faults.FAULTS.values() if iree_faults.seen_on(fault, options.target)
+              and (not fault.rule or fault.rule in decided.rules)]  # a rule's fault where the rule fired
     lines.append(f"  IREE faults worked around on {options.target}: {', '.join(faults) or 'none'}")
     useful = multiply_adds.useful(spec)
     work = [f"{name} {_ratio(_executed(spec, index, options, decided), useful)}"

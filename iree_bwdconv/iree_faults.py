@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import resources
+from typing import TYPE_CHECKING
 
-from iree.compiler import ir
-
-from .iree_ir import ops_where
+if TYPE_CHECKING:  # the records are pure, for the plan to ask; IREE's bindings only where IR is read
+    from iree.compiler import ir
 
 ALL_TARGETS = ("cpu", "gfx942", "cuda")
 
@@ -34,10 +34,16 @@ class Fault:
     symptom: str
     workaround: str
     flags: tuple[str, ...] = ()  # iree-compile flags that avoid it, where that is the workaround
+    rule: str = ""  # the plan's rule that avoids it, where a form is the workaround (`plan.rules`)
 
     def reproducer(self) -> str:
         """The smallest module that shows it, as MLIR text."""
         return resources.files(__package__).joinpath("reproducers", f"{self.name}.mlir").read_text()
+
+    def avoided(self) -> str:
+        """Where a plan rule is the workaround: the same work in the form the
+        rule picks instead (`reproducers/<name>.avoided.mlir`)."""
+        return resources.files(__package__).joinpath("reproducers", f"{self.name}.avoided.mlir").read_text()
 
 
 MULTI_USE_FUSION_PARTIAL_WRITE = Fault(
@@ -92,8 +98,24 @@ CPU_BATCHLESS_CONV_STORE = Fault(
     workaround="a copy between such a convolution and its insert, on the CPU (`cpu_conv_store`)",
 )
 
+GFX942_F16_DYNAMIC_BATCH_SUM = Fault(
+    name="gfx942_f16_dynamic_batch_sum",
+    targets=("gfx942",),
+    dtypes=("f16",),
+    seen_in=("3.13.0",),
+    symptom=(
+        "iree-compile for gfx942 aborts in LLVM's AMDGPU instruction selection (\"LLVM ERROR: Cannot "
+        "select: f32 = Constant<-1>\") on an f16 sum over each image's positions with the batch "
+        "dynamic, where the positions' count is odd, has a factor 5 or 7 and none 3 (grad_bias of "
+        "5x5, 7x7 and 25x25 grad_outputs). bf16, f32, a static batch, and the sum over the images "
+        "first compiled."
+    ),
+    workaround="grad_bias sums over the images first (the plan's rule bias_batch_first)",
+    rule="bias_batch_first",
+)
+
 FAULTS: dict[str, Fault] = {fault.name: fault for fault in (MULTI_USE_FUSION_PARTIAL_WRITE, UNIT_WINDOW_FOLD,
-                                                            CPU_BATCHLESS_CONV_STORE)}
+                                                            CPU_BATCHLESS_CONV_STORE, GFX942_F16_DYNAMIC_BATCH_SUM)}
 
 
 def seen_on(fault: Fault, target: str) -> bool:
@@ -106,8 +128,10 @@ def flags_for(target: str) -> tuple[str, ...]:
     return tuple(flag for fault in FAULTS.values() if target in fault.targets for flag in fault.flags)
 
 
-def _init_maps(op: ir.Operation) -> list[ir.AffineMap]:
+def _init_maps(op: "ir.Operation") -> "list[ir.AffineMap]":
     """The indexing maps of a linalg op's inits (its outputs)."""
+    from iree.compiler import ir
+
     if "indexing_maps" not in op.attributes or "operandSegmentSizes" not in op.attributes:
         return []
     maps = [ir.AffineMapAttr(attr).value for attr in ir.ArrayAttr(op.attributes["indexing_maps"])]
@@ -120,6 +144,10 @@ def partial_writes(flow_ir: str) -> list[str]:
     result through a map that is not a projected permutation: each element
     of such a result is written at most where the loops happen to land,
     which is `MULTI_USE_FUSION_PARTIAL_WRITE`'s mark. Empty where none."""
+    from iree.compiler import ir
+
+    from .iree_ir import ops_where
+
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(flow_ir)
 

@@ -46,12 +46,24 @@ def _batchless_store_misplaced(fault: Fault, target: str, workarounds: bool) -> 
     return (got.double() - expected).abs().max().item() > 0.5 * expected.abs().max().item()
 
 
+def _refused_by_llvm(fault: Fault, target: str, workarounds: bool) -> bool:
+    """iree-compile's abort in LLVM's instruction selection, on the
+    reproducer or (with the workaround) the form the plan's rule picks."""
+    try:
+        pipeline.iree_compile(fault.avoided() if workarounds else fault.reproducer(), target, as_given=True)
+    except PipelineError as error:
+        assert "Cannot select: " in error.diagnostics, error.diagnostics[-2000:]
+        return True
+    return False
+
+
 # How each fault shows itself on a target: (fault, target, with its
 # workaround) -> whether it is there.
 SHOWS: dict[str, Callable[[Fault, str, bool], bool]] = {
     "multi_use_fusion_partial_write": _partial_write_in_flow,
     "unit_window_fold": _refused_for_a_unit_window,
     "cpu_batchless_conv_store": _batchless_store_misplaced,
+    "gfx942_f16_dynamic_batch_sum": _refused_by_llvm,
 }
 
 PAIRS = [(fault, target) for fault in FAULTS.values() for target in fault.targets]
@@ -102,3 +114,18 @@ def test_partial_writes_reads_only_results():
     """A strided read is no partial write; the same map on a result is."""
     fault = iree_faults.MULTI_USE_FUSION_PARTIAL_WRITE
     assert iree_faults.partial_writes(fault.reproducer()) == []
+
+
+def test_a_rules_fault_is_what_the_plan_asks_for():
+    """A fault whose workaround is a plan rule: the rule fires on the
+    fault's targets and dtypes, and its reproducers are that rule's forms."""
+    from iree_bwdconv.options import LoweringOptions
+    from iree_bwdconv.plan import plan
+    from iree_bwdconv.spec import layer_spec
+
+    for fault in (f for f in FAULTS.values() if f.rule):
+        for target in ("cpu", "gfx942", "cuda"):
+            for dtype in ("f32", "f16", "bf16"):
+                spec = layer_spec(None, 4, 8, (5, 5), (1, 1), dtype=dtype)
+                fired = fault.rule in plan(spec, LoweringOptions(target=target)).rules
+                assert fired == (target in fault.targets and dtype in fault.dtypes), (fault.name, target, dtype)

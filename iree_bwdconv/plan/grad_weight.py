@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from .. import geometry
+from .. import geometry, iree_faults
 from ..options import LoweringOptions
 from ..spec import ConvBackwardSpec
 from . import targets
@@ -73,11 +73,12 @@ def cpu_chunks(length: int, tuning: Tuning) -> int:
 
 
 def bias_batch_first(spec: ConvBackwardSpec, options: LoweringOptions) -> bool:
-    """f16 on gfx942 with a dynamic batch: grad_bias sums over the images
-    first. IREE 3.13's AMDGPU backend failed on an f16 sum over each image's
-    positions with the batch dynamic where their count is odd, has a factor
-    5 or 7 and none 3 ("LLVM ERROR: Cannot select: f32 = Constant<-1>")."""
-    return options.target == "gfx942" and spec.dynamic_batch and spec.dtype == "f16"
+    """grad_bias sums over the images first where IREE fault
+    `gfx942_f16_dynamic_batch_sum` is seen: an f16 sum over each image's
+    positions with the batch dynamic, which IREE 3.13's AMDGPU backend
+    failed to compile (docs/iree-faults.md)."""
+    fault = iree_faults.GFX942_F16_DYNAMIC_BATCH_SUM
+    return iree_faults.seen_on(fault, options.target) and spec.dynamic_batch and spec.dtype in fault.dtypes
 
 
 def bias_split(spec: ConvBackwardSpec, options: LoweringOptions, tuning: Tuning) -> Optional[int]:

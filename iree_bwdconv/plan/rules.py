@@ -110,7 +110,7 @@ RULES: dict[str, Rule] = {
                              "keeps the row-major operands IREE's CPU code runs best"),
     # grad_bias
     "bias_batch_first": Rule("grad_bias", "gfx942", "f16, dynamic batch: sum over the images first",
-                             "AMDGPU: 'Cannot select: f32 = Constant<-1>'"),
+                             "IREE fault gfx942_f16_dynamic_batch_sum: 'Cannot select: f32 = Constant<-1>'"),
     "bias_split": Rule("grad_bias", "gpu", "two steps, rows that fill the GPU", f"one reduction took 79 ms for "
                        f"n3 k32 470x725 ({_H})"),
     # forward
