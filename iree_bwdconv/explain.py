@@ -107,24 +107,16 @@ def explain_spec(spec: ConvBackwardSpec, options: LoweringOptions, *, dispatches
     per = " (one image: the batch is dynamic)" if spec.dynamic_batch else ""
     lines.extend(f"  multiply-adds{per}: {line}" for line in work)
     bias = (spec.out_channels,) if spec.output_mask[2] else None
-    linalg = functional.lowered(spec, bias, options)
     if dispatches:
-        flow = pipeline.iree_compile_to(linalg, options.target, "flow")
+        flow = pipeline.iree_compile_to(functional.lowered(spec, bias, options), options.target, "flow")
         count = flow.count("flow.executable private") + flow.count("hal.dispatch.extern")
         lines.append(f"  dispatches: {count}")
     if module_ir is None:
-        module_ir = str(lowering.import_module(functional.ConvolutionBackward(spec, bias), *_zeros(spec)))
+        module_ir = str(lowering.import_module(functional.ConvolutionBackward(spec, bias),
+                                               *functional.zero_examples(spec)))
     flags = pipeline.keyed_flags(pipeline.compile_flags(options.target))
     lines.append(f"  compile cache key: {compile_cache.cache_key(module_ir, flags, options.cache_key())}")
     return lines
-
-
-def _zeros(spec: ConvBackwardSpec) -> list:
-    import torch
-
-    dtype = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[spec.dtype]
-    return [torch.zeros([size or 2 for size in shape], dtype=dtype)
-            for shape in (spec.grad_output_shape, spec.input_shape, spec.weight_shape)]
 
 
 def _forward_lines(decided: ForwardPlan, options: LoweringOptions) -> list[str]:

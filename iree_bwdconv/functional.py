@@ -119,15 +119,16 @@ def lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]] = None
         return _lowered(spec, bias_sizes, options)
 
 
+def zero_examples(spec: ConvBackwardSpec) -> list[torch.Tensor]:
+    """grad_output, input and weight as zeros of the spec's shapes, to trace
+    on; torch.export specializes a size-1 dim, so a dynamic batch is 2."""
+    return [torch.zeros([2 if size is None else size for size in shape], dtype=_TORCH_DTYPES[spec.dtype])
+            for shape in (spec.grad_output_shape, spec.input_shape, spec.weight_shape)]
+
+
 @functools.lru_cache(maxsize=256)
 def _lowered(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]], options: LoweringOptions) -> str:
-    dtype = _TORCH_DTYPES[spec.dtype]
-    # torch.export specializes a size-1 dim, so a dynamic batch is traced at 2.
-    batch = 2 if spec.dynamic_batch else None
-    examples = [
-        torch.zeros([batch if size is None else size for size in shape], dtype=dtype)
-        for shape in (spec.grad_output_shape, spec.input_shape, spec.weight_shape)
-    ]
+    examples = zero_examples(spec)
     dynamic_shapes = None
     if spec.dynamic_batch:
         dim = torch.export.Dim("batch")

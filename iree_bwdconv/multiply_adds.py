@@ -8,9 +8,8 @@ from __future__ import annotations
 import math
 
 from iree.compiler import ir
-from iree.compiler import passmanager
 
-from . import geometry, iree_ir
+from . import geometry, iree_ir, pipeline
 from .spec import ConvBackwardSpec
 
 _GENERALIZE = "builtin.module(func.func(linalg-generalize-named-ops))"
@@ -53,9 +52,9 @@ def _is_contraction(op: ir.Operation) -> bool:
 def executed(linalg: str, dynamic_batch: int = 1) -> int:
     """Multiply-adds of every contraction in `linalg` (named ones
     generalized first); a dynamic size counts `dynamic_batch`."""
+    generic = pipeline.run_iree_pipeline(linalg, _GENERALIZE, "generalize named ops")
     with ir.Context(), ir.Location.unknown():
-        module = ir.Module.parse(linalg)
-        passmanager.PassManager.parse(_GENERALIZE).run(module.operation)
+        module = ir.Module.parse(generic)
         total = 0
         for op in iree_ir.ops_where(module, _is_contraction):
             total += math.prod(size or dynamic_batch for size in _loop_ranges(op))

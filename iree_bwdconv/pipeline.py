@@ -142,6 +142,23 @@ def run_pipeline(module: ir.Module, pipeline: str, stage: str) -> None:
         raise PipelineError(stage, str(err), str(path), command) from None
 
 
+def run_iree_pipeline(text: str, pipeline: str, stage: str) -> str:
+    """`text` through a textual pass pipeline in IREE's own bindings (for IR
+    torch-mlir's cannot parse: linalg with IREE's ops), as text."""
+    from iree.compiler import ir as iree
+    from iree.compiler.passmanager import PassManager as IreePassManager
+
+    with iree.Context(), iree.Location.unknown():
+        try:
+            module = iree.Module.parse(text)
+            IreePassManager.parse(pipeline).run(module.operation)
+        except iree.MLIRError as err:
+            path = _save(text, stage.replace(" ", "_"))
+            command = f"{_tool('iree-opt')} --pass-pipeline={shlex.quote(pipeline)} {path}"
+            raise PipelineError(stage, str(err), str(path), command) from None
+        return str(module)
+
+
 CONTRACT_CHECK = "torch-verify-linalg-on-tensors-backend-contract"
 
 

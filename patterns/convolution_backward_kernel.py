@@ -58,15 +58,15 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter, *, options: LoweringOpt
     plan = plan_of(spec, options)
     if plan.pattern != NAME:
         return kernel_why_not(spec, options) or f"the plan's grad_input form is {plan.grad_input.form}"
-    module = op
-    while module.name != "builtin.module":
-        module = module.parent
-    replacement.replace_convolution_backward(op, rewriter, plan, builder(module))
+    replacement.replace_convolution_backward(op, rewriter, plan, builder(op))
     return None
 
 
-def builder(module: ir.Operation) -> replacement.GradInputBuilder:
-    """grad_input by a call of the kernel, declared in `module`."""
+def builder(op: ir.Operation) -> replacement.GradInputBuilder:
+    """grad_input by a call of the kernel, declared in the module that holds `op`."""
+    module = op
+    while module.name != "builtin.module":
+        module = module.parent
     return lambda spec, grad_output, weight, *, plan: _call(module, spec, grad_output, weight)
 
 

@@ -96,7 +96,8 @@ def forward_spec(op: ir.Operation) -> tuple[Optional[ForwardSpec], Optional[str]
         return None, "dynamic channel or spatial sizes, or negative padding"
     if not (len(strides) == len(pads) == len(dilations) == len(spatial)):
         return None, "stride, padding and dilation do not give one value per spatial dim"
-    return ForwardSpec(c, f, tuple(kernel), tuple(strides), groups_, dtype, tuple(out_spatial)), None
+    return ForwardSpec(c, f, tuple(kernel), tuple(strides), groups_, dtype, tuple(out_spatial), tuple(pads),
+                       tuple(dilations)), None
 
 
 def rewrite(op: ir.Operation, rewriter: PatternRewriter, *, options: LoweringOptions) -> Optional[str]:
@@ -108,9 +109,8 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter, *, options: LoweringOpt
     plan = plan_forward(spec, options)
     if plan.form is None:
         return plan.why_not
-    input_, weight, bias, _, padding, dilation, *_ = op.operands
-    pads = torch_ir.constant_list(padding, "padding", torch_ir.constant_int)
-    strides, dilations = list(spec.strides), torch_ir.constant_list(dilation, "dilation", torch_ir.constant_int)
+    input_, weight, bias, *_ = op.operands
+    pads, strides, dilations = list(spec.padding), list(spec.strides), list(spec.dilation)
     c, f, groups_, dtype = spec.in_channels, spec.out_channels, spec.groups, spec.dtype
     out_spatial = list(spec.output_spatial)
 

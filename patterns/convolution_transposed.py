@@ -47,10 +47,7 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter, *, options: LoweringOpt
     with rewriter.ip, op.location:
         input_, weight, bias = (list(op.operands)[i] for i in range(3))
         if form == "kernel":
-            module = op
-            while module.name != "builtin.module":
-                module = module.parent
-            build = convolution_backward_kernel.builder(module)
+            build = convolution_backward_kernel.builder(op)
         elif form == "direct":
             build = convolution_backward.grad_input_direct
         else:

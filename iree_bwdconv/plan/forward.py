@@ -30,6 +30,8 @@ class ForwardSpec:
     groups: int
     dtype: str
     output_spatial: tuple[int, ...]
+    padding: tuple[int, ...] = ()  # not read by the rules; the builder's
+    dilation: tuple[int, ...] = ()
 
     @property
     def spatial_rank(self) -> int:
