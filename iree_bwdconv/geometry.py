@@ -183,6 +183,26 @@ def scatter_placement_nd(
     return tuple(map(scatter_placement, input_size, output_size, kernel, stride, padding, dilation))
 
 
+
+def transposed_from_insertion(
+    offset: int, inserted: int, length: int, kernel: int, stride: int, dilation: int
+) -> tuple[int, int] | None:
+    """(padding, output_padding) of the transposed convolution that a
+    buffer of `length` zeros holding `inserted` elements at
+    `offset + j*stride`, convolved at stride 1 with `kernel` taps `dilation`
+    apart, computes; None where it is not one (an offset past the kernel's
+    reach, or rows after the last element that no output_padding below the
+    stride accounts for). The inverse of `scatter_placement` where every
+    element is placed: `buf[o*s - p + d*(K-1)]` puts the first at
+    `d*(K-1) - p`, and the buffer ends `d*(K-1) - p + output_padding`
+    rows after the last."""
+    padding = dilation * (kernel - 1) - offset
+    after_last = length - (offset + stride * (inserted - 1) + 1)
+    output_padding = after_last - offset
+    if inserted < 1 or padding < 0 or not 0 <= output_padding < stride or length - dilation * (kernel - 1) < 1:
+        return None
+    return padding, output_padding
+
 @dataclass(frozen=True)
 class Phase:
     """One residue class of grad_input positions along one dim.

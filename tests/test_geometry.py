@@ -339,3 +339,31 @@ def test_a_window_slides_along_no_dim_where_each_dim_has_one_tap_or_one_output()
         assert geometry.slides_no_window([k], [out]) == one_loop
     assert geometry.slides_no_window([3, 1], [1, 6]) and not geometry.slides_no_window([3, 1], [2, 6])
     assert geometry.slides_no_window([1, 1, 1], [4, 5, 6]) and not geometry.slides_no_window([1, 3], [1, 2])
+
+
+@pytest.mark.parametrize("k, s, d, n", [(k, s, d, n) for k in (1, 2, 3, 4) for s in (1, 2, 3) for d in (1, 2)
+                                        for n in (1, 3, 5)])
+def test_transposed_from_insertion_finds_every_zero_inserted_buffer(k, s, d, n):
+    """Every buffer of zeros with `n` elements `s` apart, convolved at
+    stride 1: where `transposed_from_insertion` names a transposed
+    convolution, that convolution (by its definition, brute force) gives the
+    same numbers; where it names none, no padding and output_padding do."""
+    rng = random.Random(hash((k, s, d, n)))
+    dy, w = ints(rng, n), ints(rng, k)
+    for offset in range(0, d * (k - 1) + 3):
+        for length in range(offset + s * (n - 1) + 1, offset + s * (n - 1) + 1 + d * (k - 1) + s + 3):
+            buf = [0] * length
+            for j in range(n):
+                buf[offset + j * s] = dy[j]
+            outputs = length - d * (k - 1)
+            found = geometry.transposed_from_insertion(offset, n, length, k, s, d)
+            matching = [(p, op) for p in range(0, d * (k - 1) + 1) for op in range(s)
+                        if outputs >= 1 and geometry.transposed_output_size(n, k, s, p, d, op) == outputs
+                        and geometry.conv_output_size(outputs, k, s, p, d) == n
+                        and [sum(buf[i + t * d] * w[k - 1 - t] for t in range(k)) for i in range(outputs)]
+                        == brute_grad_input(dy, w, outputs, s, p, d)
+                        and d * (k - 1) - p == offset]
+            if found is None:
+                assert not matching, (offset, length)
+            else:
+                assert found in matching, (offset, length, found, matching)
