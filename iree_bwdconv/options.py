@@ -30,12 +30,17 @@ class LoweringOptions:
     plain_forms: the plain forms on GPU targets (the direct grad_input of
     kernels wider than 1x1, weight gradients in one sum): the second try of
     a compile that failed in the usual forms (`compile_fallback`).
-    operand_room: room after CUDA's f16/bf16 contraction operands (`operand_room`)."""
+    operand_room: room after CUDA's f16/bf16 contraction operands (`operand_room`).
+    extern_kernels: whether a form may call our CUDA kernel, linked into the
+    module after lowering; off where another's command line compiles the
+    module (`iree-bwdconv-compile`), whose IREE input phase does not keep
+    the kernel's call for the link."""
 
     target: str = "cpu"
     grad_input_form: str = "auto"
     plain_forms: bool = False
     operand_room: bool = False
+    extern_kernels: bool = True
 
     def __post_init__(self) -> None:
         if self.target not in TARGETS:
@@ -43,7 +48,7 @@ class LoweringOptions:
         if self.grad_input_form not in GRAD_INPUT_FORMS:
             raise InvalidArgumentError("grad_input_form", self.grad_input_form,
                                        f"expected one of {', '.join(GRAD_INPUT_FORMS)}")
-        for name in ("plain_forms", "operand_room"):
+        for name in ("plain_forms", "operand_room", "extern_kernels"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidArgumentError(name, getattr(self, name), "expected a bool")
 

@@ -75,6 +75,8 @@ def kernel_why_not(spec: ConvBackwardSpec, options: LoweringOptions) -> Optional
     strided 1x1 GEMM", "The kernel at stride 1")."""
     if options.target != "cuda":
         return f"the kernel is CUDA PTX; the target is {options.target}"
+    if not options.extern_kernels:
+        return "extern_kernels=False: no form may call our kernel"
     if options.grad_input_form != "auto":
         return f"grad_input_form={options.grad_input_form!r} forces a linalg form"
     if spec.transposed:
