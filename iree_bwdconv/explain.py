@@ -85,11 +85,9 @@ def _executed(spec: ConvBackwardSpec, gradient: int, options: LoweringOptions, d
     return multiply_adds.executed(functional.lowered(alone, None, options))
 
 
-def explain_spec(spec: ConvBackwardSpec, options: LoweringOptions, *, dispatches: bool = True,
-                 module_ir: Optional[str] = None) -> list[str]:
-    """The lines `explain` prints for one convolution_backward; `module_ir`:
-    the torch IR its compile cache key is of (default: the layer's own)."""
-    decided = plan(spec, options)
+def plan_lines(decided: Plan, options: LoweringOptions) -> list[str]:
+    """A plan as `explain` prints it: each gradient's form, the rules with
+    their figures, and the IREE faults worked around."""
     lines = [f"  plan for {options.target} (pattern {decided.pattern}"
              + (", group by group" if decided.group_split else "") + "):"]
     for name, part, describe in (("grad_input", decided.grad_input, _grad_input),
@@ -101,6 +99,15 @@ def explain_spec(spec: ConvBackwardSpec, options: LoweringOptions, *, dispatches
     faults = [fault.name for fault in iree_faults.FAULTS.values() if iree_faults.seen_on(fault, options.target)
               and (not fault.rule or fault.rule in decided.rules)]  # a rule's fault where the rule fired
     lines.append(f"  IREE faults worked around on {options.target}: {', '.join(faults) or 'none'}")
+    return lines
+
+
+def explain_spec(spec: ConvBackwardSpec, options: LoweringOptions, *, dispatches: bool = True,
+                 module_ir: Optional[str] = None) -> list[str]:
+    """The lines `explain` prints for one convolution_backward; `module_ir`:
+    the torch IR its compile cache key is of (default: the layer's own)."""
+    decided = plan(spec, options)
+    lines = plan_lines(decided, options)
     useful = multiply_adds.useful(spec)
     work = [f"{name} {_ratio(_executed(spec, index, options, decided), useful)}"
             for index, name in ((0, "grad_input"), (1, "grad_weight")) if spec.output_mask[index]]

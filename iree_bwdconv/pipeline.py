@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence, Union
 
 from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
@@ -113,14 +113,14 @@ def repro_dir() -> Path:
     return path
 
 
-def _save(text: str, stem: str) -> Path:
+def _save(text: Union[str, bytes], stem: str) -> Path:
     folder = repro_dir()
     try:
         fd, name = tempfile.mkstemp(prefix=f"{stem}-", suffix=".mlir", dir=folder)
     except OSError:  # a read-only or full folder the user named
         fd, name = tempfile.mkstemp(prefix=f"{stem}-", suffix=".mlir", dir=tempfile.mkdtemp(prefix="iree-bwdconv-repro-"))
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
+    with os.fdopen(fd, "wb") as f:
+        f.write(text.encode() if isinstance(text, str) else text)
     return Path(name)
 
 
@@ -196,7 +196,7 @@ def iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...] = (), *, a
     if as_given:
         return _run_iree_compile(mlir, target, extra_flags, "module.vmfb", judged=False, workarounds=False,
                                  timeout_s=timeout_s)[0]
-    return _run_iree_compile(_for_target(mlir, target), target, extra_flags, "module.vmfb", timeout_s=timeout_s)[0]
+    return _run_iree_compile(for_target(mlir, target), target, extra_flags, "module.vmfb", timeout_s=timeout_s)[0]
 
 
 def judged_compile(mlir: str, target: str,
@@ -204,7 +204,7 @@ def judged_compile(mlir: str, target: str,
     """As `iree_compile`, but code it would refuse as wrong is returned with
     what is wrong in it, from the same one compile: for benchmarks that
     time or check such code."""
-    return _run_iree_compile(_for_target(mlir, target), target, extra_flags, "module.vmfb", refuse=False)
+    return _run_iree_compile(for_target(mlir, target), target, extra_flags, "module.vmfb", refuse=False)
 
 
 def iree_compile_to(mlir: str, target: str, phase: str, extra_flags: tuple[str, ...] = (), *,
@@ -214,10 +214,10 @@ def iree_compile_to(mlir: str, target: str, phase: str, extra_flags: tuple[str, 
     flags = (*extra_flags, f"--compile-to={phase}")
     if as_given:
         return _run_iree_compile(mlir, target, flags, "out.mlir", judged=False, workarounds=False)[0].decode()
-    return _run_iree_compile(_for_target(mlir, target), target, flags, "out.mlir")[0].decode()
+    return _run_iree_compile(for_target(mlir, target), target, flags, "out.mlir")[0].decode()
 
 
-def _for_target(mlir: str, target: str) -> str:
+def for_target(mlir: str, target: str) -> str:
     """The steps that keep IREE's faults away from `mlir` on `target`, each
     asked for by its fault's record."""
     if iree_faults.seen_on(iree_faults.UNIT_WINDOW_FOLD, target):
@@ -279,12 +279,33 @@ def _run_iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...], outp
                       refuse: bool = True, workarounds: bool = True,
                       timeout_s: Optional[float] = None) -> tuple[bytes, list[mma_order.Misordered]]:
     flags = list(compile_flags(target, extra_flags, workarounds))
+    return _compile(mlir, flags, output, f"iree-compile for target {target}", f"iree-compile-{target}",
+                    judge=judged and target in JUDGED_TARGETS, refuse=refuse, timeout_s=timeout_s)
+
+
+def compile_command_line(source: Union[str, bytes], flags: Sequence[str], output: str, stage: str, *,
+                         judge: bool = False) -> bytes:
+    """iree-compile on `source` with the flags of someone's own command line
+    (`iree-bwdconv-compile`'s: no target flags added), its output as bytes
+    (`output` names its kind: "module.vmfb", "out.mlir"); `judge`: refuse
+    code of CUDA's MMA loop-order fault (`mma_order`) as WrongCodeError."""
+    return _compile(source, list(flags), output, stage, "iree-bwdconv-compile", judge=judge, refuse=True)[0]
+
+
+def run_command_line(argv: Sequence[str], stdin: Optional[bytes] = None) -> int:
+    """iree-compile itself with `argv`, its output streams the caller's (its
+    input too, or `stdin` where given): for a module left as it is, the
+    output is plain iree-compile's."""
+    return subprocess.run([_compiler(), *argv], input=stdin).returncode
+
+
+def _compile(mlir: Union[str, bytes], flags: list[str], output: str, stage: str, stem: str, *, judge: bool,
+             refuse: bool, timeout_s: Optional[float] = None) -> tuple[bytes, list[mma_order.Misordered]]:
     wrong: list[mma_order.Misordered] = []
     _sweep_scratch()
     with tempfile.TemporaryDirectory(prefix=f"{_SCRATCH_PREFIX}{os.getpid()}-") as tmp:
         src, out = Path(tmp) / "input.mlir", Path(tmp) / output
-        src.write_text(mlir)
-        judge = judged and target in JUDGED_TARGETS
+        src.write_bytes(mlir.encode() if isinstance(mlir, str) else mlir)
         configured, dump = _configurations(flags, Path(tmp) / "configured") if judge else (None, [])
         started = time.time() - 1.0  # file times tick coarser than time.time()
         launcher = [sys.executable, "-S", "-E", "-c", _DIE_WITH_PARENT, str(os.getpid())]
@@ -301,15 +322,15 @@ def _run_iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...], outp
             wrong = mma_order.misordered_in(configured, started) if configured and configured.is_dir() else []
             if not (wrong and refuse):
                 return out.read_bytes(), wrong
-    path = _save(mlir, f"iree-compile-{target}")
+    path = _save(mlir, stem)
     command = shlex.join([_tool("iree-compile"), *flags, str(path), "-o", f"{path.with_suffix('')}.{output.split('.')[-1]}"])
     if wrong:
         # The command dumps the configured dispatches too (to the caller's folder where it named one).
         shown = f" {CONFIGURATIONS_FLAG}={path.with_suffix('')}-configured" if dump else ""
         said = "\n".join(["IREE 3.13's CUDA code computes these contractions wrongly in f16 and bf16 "
                           "(the innermost loop of N before M's; see iree_bwdconv/mma_order.py):", *map(str, wrong)])
-        raise WrongCodeError(f"iree-compile for target {target}", said, str(path), command + shown)
-    raise PipelineError(f"iree-compile for target {target}", proc.stderr, str(path), command)
+        raise WrongCodeError(stage, said, str(path), command + shown)
+    raise PipelineError(stage, proc.stderr, str(path), command)
 
 
 def _configurations(flags: list[str], ours: Path) -> tuple[Path, list[str]]:
