@@ -129,7 +129,7 @@ def main() -> int:
             text = _lowered(conv, x, options, ours)
             row.append(f"{multiply_adds.executed(text) / useful:.3f}")
             flow = pipeline.iree_compile_to(text, args.target, "flow")
-            counts.append(str(flow.count("flow.executable private") + flow.count("hal.dispatch.extern")))
+            counts.append(str(multiply_adds.in_flow(flow).dispatches))
         print("| " + " | ".join(row + counts) + " |", flush=True)
     return 0
 

@@ -116,8 +116,8 @@ def explain_spec(spec: ConvBackwardSpec, options: LoweringOptions, *, dispatches
     bias = (spec.out_channels,) if spec.output_mask[2] else None
     if dispatches:
         flow = pipeline.iree_compile_to(functional.lowered(spec, bias, options), options.target, "flow")
-        count = flow.count("flow.executable private") + flow.count("hal.dispatch.extern")
-        lines.append(f"  dispatches: {count}")
+        work = multiply_adds.in_flow(flow)
+        lines.append(f"  dispatches: {work.dispatches} ({work.executables} executables)")
     if module_ir is None:
         module_ir = str(lowering.import_module(functional.ConvolutionBackward(spec, bias),
                                                *functional.zero_examples(spec)))

@@ -6,13 +6,14 @@ need (the products that touch neither padding nor inserted zeros), for
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from iree.compiler import ir
 
 from . import geometry, iree_ir, pipeline
 from .spec import ConvBackwardSpec
 
-_GENERALIZE = "builtin.module(func.func(linalg-generalize-named-ops))"
+_GENERALIZE = "builtin.module(linalg-generalize-named-ops)"  # every op, dispatches and util.func too
 _MULTIPLIES = ("arith.mulf", "arith.muli")
 
 
@@ -49,13 +50,39 @@ def _is_contraction(op: ir.Operation) -> bool:
     return any(inner.operation.name in _MULTIPLIES for inner in body.operations)
 
 
+def _contractions(root: ir.Operation, dynamic_batch: int) -> int:
+    return sum(math.prod(size or dynamic_batch for size in _loop_ranges(op))
+               for op in iree_ir.ops_where(root, _is_contraction))
+
+
 def executed(linalg: str, dynamic_batch: int = 1) -> int:
     """Multiply-adds of every contraction in `linalg` (named ones
     generalized first); a dynamic size counts `dynamic_batch`."""
     generic = pipeline.run_iree_pipeline(linalg, _GENERALIZE, "generalize named ops")
     with ir.Context(), ir.Location.unknown():
+        return _contractions(ir.Module.parse(generic), dynamic_batch)
+
+
+@dataclass(frozen=True)
+class FlowWork:
+    """What a module's flow IR launches: multiply-adds (each dispatch's
+    executable counted once per launch), dispatches launched (our CUDA
+    kernel's among them), and the distinct executables behind them (IREE
+    launches one executable as often as identical work recurs: the phases
+    of a kernel that is a multiple of its stride share one)."""
+
+    executed: int
+    dispatches: int
+    executables: int
+
+
+def in_flow(flow: str) -> FlowWork:
+    generic = pipeline.run_iree_pipeline(flow, _GENERALIZE, "generalize named ops")
+    with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(generic)
-        total = 0
-        for op in iree_ir.ops_where(module, _is_contraction):
-            total += math.prod(size or dynamic_batch for size in _loop_ranges(op))
-        return total
+        work = {op.attributes["sym_name"].value: _contractions(op, 1)
+                for op in iree_ir.ops_where(module, lambda op: op.name == "flow.executable")}
+        launched = [str(ir.ArrayAttr(op.attributes["entry_points"])[0]).split("::")[0].lstrip("@").strip('"')
+                    for op in iree_ir.ops_where(module, lambda op: op.name == "flow.dispatch")]
+        externs = len(iree_ir.ops_where(module, lambda op: op.name == "hal.dispatch.extern"))
+        return FlowWork(sum(work[name] for name in launched), len(launched) + externs, len(work) + externs)

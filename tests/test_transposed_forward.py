@@ -101,3 +101,17 @@ def test_stride_1_stays_with_torch_mlir():
     lowering.to_torch_backend(module, "linalg")
     mismatches = patterns.apply_patterns(module, LoweringOptions())
     assert any("stride 1 in every dim" in reason for reason in mismatches.reasons)
+
+
+def test_flow_work_counts_each_launch_of_a_shared_executable():
+    """A k2 s2 layer's four phases are one 1x1 GEMM each, identical in
+    shape: IREE launches one executable four times. The flow IR's work is
+    what is launched: the useful multiply-adds, in more dispatches than
+    executables."""
+    conv = torch.nn.ConvTranspose2d(16, 8, 2, stride=2, bias=False).half()
+    x = torch.zeros(2, 16, 8, 8, dtype=torch.float16)
+    spec = layer_spec(2, 8, 16, (16, 16), (2, 2), (2, 2), dtype="f16", output_mask=(True, False, False))
+    flow = pipeline.iree_compile_to(lowering.lower(conv, x, target="gfx942"), "gfx942", "flow")
+    work = multiply_adds.in_flow(flow)
+    assert work.executed == multiply_adds.useful(spec)
+    assert work.dispatches > work.executables >= 1
