@@ -46,7 +46,7 @@ def random_input(folder: Path, spec: str) -> str:
 
 def _benchmark_command(folder: Path, entry: dict, *flags: str) -> list[str]:
     return [sys.executable, "-m", "iree._runtime.scripts.iree_benchmark_module", "--device=cuda",
-            f"--module={folder / entry['vmfb']}", "--function=main",
+            f"--module={folder / entry['vmfb']}", f"--function={entry.get('function', 'main')}",
             *(f"--input={random_input(folder, i)}" for i in entry["inputs"]), *flags,
             *(() if os.environ.get("IREE_DEFAULT_DEVICE") == "1" else RUNTIME_FLAGS),
             *os.environ.get("IREE_BENCHMARK_FLAGS", "").split()]
