@@ -80,8 +80,9 @@ def in_flow(flow: str) -> FlowWork:
     generic = pipeline.run_iree_pipeline(flow, _GENERALIZE, "generalize named ops")
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(generic)
-        work = {op.attributes["sym_name"].value: _contractions(op, 1)
-                for op in iree_ir.ops_where(module, lambda op: op.name == "flow.executable")}
+        # A hal.executable is our CUDA kernel's: its multiply-adds are not linalg's to count.
+        work = {op.attributes["sym_name"].value: _contractions(op, 1) if op.name == "flow.executable" else 0
+                for op in iree_ir.ops_where(module, lambda op: op.name in ("flow.executable", "hal.executable"))}
         launched = [str(ir.ArrayAttr(op.attributes["entry_points"])[0]).split("::")[0].lstrip("@").strip('"')
                     for op in iree_ir.ops_where(module, lambda op: op.name == "flow.dispatch")]
         externs = len(iree_ir.ops_where(module, lambda op: op.name == "hal.dispatch.extern"))

@@ -64,6 +64,16 @@ def test_explain_counts_dispatches():
     assert launched >= executables >= 1
 
 
+def test_explain_counts_our_kernels_dispatch():
+    """Our CUDA kernel is an executable of its own in flow IR, with no
+    linalg inside: it is launched and counted, its work given apart."""
+    spec = layer_spec(2, 16, 16, (8, 8), (1, 1), (2, 2), dtype="f16", output_mask=(True, False, False))
+    lines = explain.explain_spec(spec, LoweringOptions(target="cuda"))
+    assert any("grad_input   kernel" in line for line in lines), lines
+    (said,) = [line.split(": ")[1] for line in lines if line.strip().startswith("dispatches:")]
+    assert int(said.split()[0]) >= 1
+
+
 def test_explain_a_file_covers_each_convolution(tmp_path, capsys):
     spec = layer_spec(2, 8, 8, (8, 8), (3, 3), (2, 2), (1, 1), groups=2)
     zeros = [torch.zeros(shape) for shape in (spec.grad_output_shape, spec.input_shape, spec.weight_shape)]
