@@ -103,6 +103,7 @@ def split_outputs(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, list[
         else:
             slots.append(OutputSlot("constant", value=value))
     output.args = (tuple(computed),)
+    one_device(gm)
     kept = []
     for node in placeholders:
         if node.users:
@@ -114,6 +115,27 @@ def split_outputs(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, list[
     graph.lint()
     gm.recompile()
     return gm, kept, slots
+
+
+_CPU = torch.device("cpu")
+
+
+def one_device(gm: torch.fx.GraphModule) -> None:
+    """Every device a graph's ops name made the CPU. An IREE module runs on
+    one device, so where a tensor is made or moved inside it means nothing;
+    but torch-mlir lowers a tensor made on another device (`scalar_tensor`
+    on cuda:0, as torch 2.11's ReLU6 gradient makes its zero) into a
+    float64 literal moved there (`aten.to.device`), which its linalg
+    pipeline cannot lower, and the graph would run eagerly."""
+    for node in gm.graph.nodes:
+        if node.op != "call_function":
+            continue
+        device = node.kwargs.get("device")
+        if isinstance(device, torch.device) and device != _CPU:
+            node.kwargs = {**node.kwargs, "device": _CPU}
+        if node.target is torch.ops.aten.to.device and len(node.args) > 1 and node.args[1] != _CPU:
+            node.args = (node.args[0], _CPU, *node.args[2:])
+    gm.recompile()
 
 
 def import_graph(gm: torch.fx.GraphModule) -> ir.Module:
