@@ -77,11 +77,22 @@ def test_train_beside_eager(tmp_path):
 
 
 def test_train_exits_nonzero_past_the_tolerance(tmp_path):
-    # First-step gradients agree to rounding, not bit for bit: a zero tolerance must fail.
+    # First-step gradients agree to rounding, not bit for bit, and neither
+    # run is float64: zero tolerances must fail.
     proc = cli("train", "--steps", "1", "--batch-size", "4", "--image-size", "16", "--grad-tolerance", "0",
-               "--cache-dir", str(tmp_path))
+               "--grad-error-ratio", "0", "--cache-dir", str(tmp_path))
     assert proc.returncode == 1
     assert "DIVERGED: first-step gradients differ" in proc.stderr
+    assert "against float64: ours" in proc.stdout
+
+
+def test_train_judges_gradients_past_the_tolerance_against_float64(tmp_path):
+    """Past --grad-tolerance, ours pass where they are as close to float64
+    as eager's (an ill-conditioned float32 model separates two correct runs)."""
+    proc = cli("train", "--steps", "1", "--batch-size", "4", "--image-size", "16", "--grad-tolerance", "0",
+               "--grad-error-ratio", "2", "--cache-dir", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "as close to float64 as eager's" in proc.stdout
 
 
 def test_lower_in_the_plain_forms(raw_torch_mlir, tmp_path):
