@@ -65,9 +65,7 @@ def test_decoder_matches_eager_float64(name: str, route: str) -> None:
 
 def test_convolution_backward_from_torch_dialect() -> None:
     spec = layer_spec(2, 8, 6, (9, 10), (3, 3), stride=(2, 2), padding=(1, 1))
-    backward = functional.ConvolutionBackward(spec, None)
-    text = str(lowering.import_module(backward, *functional.zero_examples(spec)))
-    done = _compiled(text, CPU)
+    done = _compiled(_backward_text(), CPU)
     generator = torch.Generator().manual_seed(0)
     tensors = [torch.randn(t.shape, generator=generator) for t in functional.zero_examples(spec)]
     got = runtime.run(done.output, tensors)
@@ -120,10 +118,15 @@ def test_command_line_reads_standard_input_and_explains(tmp_path: Path) -> None:
     _check(case, got, x)
 
 
+def _backward_text(dtype: str = "f32") -> str:
+    spec = layer_spec(2, 8, 6, (9, 10), (3, 3), stride=(2, 2), padding=(1, 1), dtype=dtype)
+    return str(lowering.import_module(functional.ConvolutionBackward(spec, None), *functional.zero_examples(spec)))
+
+
 @pytest.mark.parametrize("target", sorted(GPU))
-@pytest.mark.parametrize("route", ["onnx", "linalg"])
+@pytest.mark.parametrize("route", ["onnx", "linalg", "convolution_backward"])
 def test_compiles_for_gpu_targets(target: str, route: str) -> None:
     case = plugin_cases.CASES["ConvTranspose2D_k4_s2_p1_op0_d1_g1_f16"]
-    text = plugin_cases.onnx_text(case) if route == "onnx" else plugin_cases.source(case, route)
+    text = _backward_text("f16") if route == "convolution_backward" else plugin_cases.source(case, route)
     done = _compiled(text, GPU[target])
     assert EXECUTABLE_FORMATS[target].encode() in done.output

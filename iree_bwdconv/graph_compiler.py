@@ -121,7 +121,7 @@ _CPU = torch.device("cpu")
 
 
 def one_device(gm: torch.fx.GraphModule) -> None:
-    """Every device a graph's ops name made the CPU. An IREE module runs on
+    """Every device a graph's ops name made the CPU (the caller recompiles). An IREE module runs on
     one device, so where a tensor is made or moved inside it means nothing;
     but torch-mlir lowers a tensor made on another device (`scalar_tensor`
     on cuda:0, as torch 2.11's ReLU6 gradient makes its zero) into a
@@ -135,7 +135,6 @@ def one_device(gm: torch.fx.GraphModule) -> None:
             node.kwargs = {**node.kwargs, "device": _CPU}
         if node.target is torch.ops.aten.to.device and len(node.args) > 1 and node.args[1] != _CPU:
             node.args = (node.args[0], _CPU, *node.args[2:])
-    gm.recompile()
 
 
 def import_graph(gm: torch.fx.GraphModule) -> ir.Module:

@@ -72,6 +72,20 @@ def float64_errors(initial: nn.Module, ours: nn.Module, eager: nn.Module, images
     return relative_grad_diff(ours, exact), relative_grad_diff(eager, exact)
 
 
+def first_step_failure(report: "TrainReport", grad_tolerance: float, grad_error_ratio: float) -> Optional[str]:
+    """Why the first step's gradients fail, or None: they pass within
+    `grad_tolerance` of eager's, or, past it, at most `grad_error_ratio`
+    times eager's error against float64."""
+    if report.first_grad_diff <= grad_tolerance:
+        return None
+    if report.first_grad_errors is not None:
+        ours, eager = report.first_grad_errors
+        if ours <= grad_error_ratio * eager:
+            return None
+    return (f"first-step gradients differ by {report.first_grad_diff:.2e} (tolerance {grad_tolerance:g}), "
+            "and ours are not as close to float64 as eager's")
+
+
 @contextlib.contextmanager
 def exact_float32(device: str):
     """On CUDA, torch's float32 convolutions without TF32 while inside:
