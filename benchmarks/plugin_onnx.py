@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.forward_cpu import median_ms
-from benchmarks.transposed_forward import BATCH, GPU_BATCH, LAYERS, Layer, _module, _useful
+from benchmarks.transposed_forward import BATCH, GPU_BATCH, LAYERS, Layer, _module, _useful, eager_entry
 from iree_bwdconv import geometry, multiply_adds, pipeline, plugin, runtime
 
 GFX942 = ("--iree-hal-target-device=hip", "--iree-rocm-target=gfx942")
@@ -99,10 +99,7 @@ def prepare(folder: Path, dtype: str = "f16") -> None:
             (folder / name).write_bytes(vmfb)
             manifest.append(dict(shape=layer.name, mask="forward", variant=variant, vmfb=name, inputs=inputs,
                                  function="main_graph"))
-        eager = dict(n=GPU_BATCH, c=layer.c_in, k=layer.c_out, hw=list(layer.sizes), kernel=layer.kernel,
-                     stride=layer.stride, padding=layer.padding, output_padding=layer.output_padding,
-                     groups=layer.groups, dtype=dtype, transposed=True)
-        manifest.append(dict(shape=layer.name, mask="forward", variant="torch-eager", eager=eager))
+        manifest.append(eager_entry(layer, dtype))
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 

@@ -80,6 +80,14 @@ def _lowered(conv: torch.nn.Module, x: torch.Tensor, options: LoweringOptions, o
         patterns.REGISTRY = saved
 
 
+def eager_entry(layer: Layer, dtype: str) -> dict:
+    """A manifest entry that times the layer in torch eager (cuDNN) on the GPU machine."""
+    eager = dict(n=GPU_BATCH, c=layer.c_in, k=layer.c_out, hw=list(layer.sizes), kernel=layer.kernel,
+                 stride=layer.stride, padding=layer.padding, output_padding=layer.output_padding,
+                 groups=layer.groups, dtype=dtype, transposed=True)
+    return dict(shape=layer.name, mask="forward", variant="torch-eager", eager=eager)
+
+
 def prepare(folder: Path, dtype: str = "f16") -> None:
     from benchmarks import modules
 
@@ -98,10 +106,7 @@ def prepare(folder: Path, dtype: str = "f16") -> None:
             manifest.append(modules.compiled_entry(folder, text, "cuda", flags, shape=layer.name, mask="forward",
                                                    variant=variant, vmfb=f"{layer.name}-{variant}.vmfb",
                                                    inputs=inputs))
-        eager = dict(n=GPU_BATCH, c=layer.c_in, k=layer.c_out, hw=list(layer.sizes), kernel=layer.kernel,
-                     stride=layer.stride, padding=layer.padding, output_padding=layer.output_padding,
-                     groups=layer.groups, dtype=dtype, transposed=True)
-        manifest.append(dict(shape=layer.name, mask="forward", variant="torch-eager", eager=eager))
+        manifest.append(eager_entry(layer, dtype))
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 

@@ -53,9 +53,8 @@ def compile_command_line(source: Union[str, bytes], line: CommandLine) -> Compil
     else:
         done = compile_source(source, line, options)
     if done.output is None:
-        kind = "module.vmfb" if line.compile_to in ("end", "vm") else "out.mlir"
-        done.output = pipeline.compile_command_line(source, line.with_phases(line.compile_from, line.compile_to),
-                                                    kind, "iree-compile")
+            done.output = pipeline.compile_command_line(source, line.with_phases(line.compile_from, line.compile_to),
+                                                    line.output_kind, "iree-compile")
     return done
 
 

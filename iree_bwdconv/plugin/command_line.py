@@ -42,6 +42,11 @@ class CommandLine:
     why_no_target: str = ""
     info_only: bool = False  # --help, --version: nothing to compile
 
+    @property
+    def output_kind(self) -> str:
+        """A file name for what iree-compile writes: a module, or IR where it stops early."""
+        return "module.vmfb" if self.compile_to in ("end", "vm") else "out.mlir"
+
     def with_phases(self, compile_from: str, compile_to: str) -> tuple[str, ...]:
         """The flags for one run of iree-compile between two phases."""
         phases = [f"--compile-from={compile_from}"] if compile_from != "start" else []

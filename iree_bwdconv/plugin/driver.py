@@ -75,9 +75,9 @@ def _compile_source(source: Union[str, bytes], line: CommandLine, options: Lower
         done.output = text.encode()
         return done
     flags = (*line.with_phases("input", line.compile_to), *iree_faults.flags_for(options.target))
-    kind = "module.vmfb" if line.compile_to in ("end", "vm") else "out.mlir"
     try:
-        done.output = pipeline.compile_command_line(text, flags, kind, "iree-compile after iree-bwdconv's rewrites",
+        done.output = pipeline.compile_command_line(text, flags, line.output_kind,
+                                                    "iree-compile after iree-bwdconv's rewrites",
                                                     judge=options.target in pipeline.JUDGED_TARGETS)
     except PipelineError as err:
         return _fallen_back(done, err)

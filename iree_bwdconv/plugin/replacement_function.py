@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith, func, linalg, tensor
+from torch_mlir.dialects import arith, func, linalg
 
 from iree_bwdconv import gradients, lowering, replacement
+from iree_bwdconv.contraction_forms import transpose
 from iree_bwdconv import linalg_builders as lb
 from iree_bwdconv.patterns import convolution_backward, convolution_backward_kernel, convolution_backward_phases
 from iree_bwdconv.plan import Plan
@@ -48,25 +49,8 @@ class InsertedConvolution:
         return "dhw"[3 - self.plan.spec.spatial_rank:]
 
 
-def _transposed(value: ir.Value, order: Sequence[int]) -> ir.Value:
-    """`value` with its dims in `order` (result dim j is dim order[j])."""
-    if list(order) == sorted(order):
-        return value
-    sizes = lb.sizes_of(value)
-    rank = len(order)
-    out = tensor.EmptyOp([sizes[axis] for axis in order], ir.RankedTensorType(value.type).element_type).result
-    d = lb.dims(rank)
-    reads = lb.affine_map(rank, [d[list(order).index(axis)] for axis in range(rank)])
-
-    @linalg.generic([value], [out], [reads, ir.AffineMap.get_identity(rank)], [lb.PARALLEL] * rank)
-    def result(a, _):
-        return a
-
-    return result
-
-
 def _into(value: ir.Value, layout: str, wanted: str) -> ir.Value:
-    return _transposed(value, [layout.index(letter) for letter in wanted])
+    return transpose(value, [layout.index(letter) for letter in wanted])
 
 
 def _data(call: InsertedConvolution, y: ir.Value) -> ir.Value:

@@ -71,8 +71,7 @@ def rewrite(source: Union[str, bytes], options: LoweringOptions) -> Rewritten:
     if isinstance(module, str):
         return Rewritten(log=[f"torch input: not read as torch-dialect IR ({module})"])
     with module.context:
-        if lowering.ops_named(module, ONNX_OPERATOR) and any(map(_is_onnx_conv_transpose,
-                                                                 lowering.ops_named(module, ONNX_OPERATOR))):
+        if any(map(_is_onnx_conv_transpose, lowering.ops_named(module, ONNX_OPERATOR))):
             pipeline.run_pipeline(module, ONNX_TO_TORCH, "ONNX to torch")
         ops = lowering.ops_named(module, BACKWARD) + lowering.ops_named(module, CONVOLUTION)
         result = Rewritten()

@@ -136,7 +136,7 @@ def _same_size(insert: ir.Operation, layout: str) -> Optional[str]:
 def _batch_of_data(insert: ir.Operation) -> bool:
     """Whether the buffer's dynamic batch is the one the insertion gives
     the data: a fill of a `tensor.empty` of that same size value."""
-    sizes = list(insert.operands)[2 + sum(ir.ShapedType.is_dynamic_size(o) for o in _ints(insert, "static_offsets", 0)):]
+    sizes = list(insert.operands)[2:]  # the offsets are static here: the dynamic sizes follow source and buffer
     fill = _owner(insert.operands[1])
     empty = _owner(fill.operands[1]) if fill is not None and fill.name == "linalg.fill" else None
     return (empty is not None and empty.name == "tensor.empty" and len(empty.operands) == 1 and len(sizes) >= 1
