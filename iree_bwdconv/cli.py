@@ -171,16 +171,17 @@ def cmd_train(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from . import training
-    from .dynamo import Backend
+    from .graph_check import RecordingBackend
 
-    backend = Backend(device=args.device, cache_dir=args.cache_dir, cache=not args.no_cache)
+    backend = RecordingBackend(device=args.device, cache_dir=args.cache_dir, cache=not args.no_cache)
 
     def show(step: int, ours: float, eager: float) -> None:
         tqdm.write(f"step {step:4d}  loss iree-bwdconv {ours:.6f}  eager {eager:.6f}  diff {abs(ours - eager):.2e}")
 
     device = "cuda" if args.device == "cuda" else "cpu"  # hip: the model stays here, copies cross
     report = training.side_by_side(args.model, args.steps, args.batch_size, backend, args.image_size,
-                                   args.seed, on_step=show, device=device, grad_tolerance=args.grad_tolerance)
+                                   args.seed, on_step=show, device=device, grad_tolerance=args.grad_tolerance,
+                                   amp=training.AMP_DTYPES[args.amp])
     stats = backend.stats
     loss_diff = report.max_loss_diff()
     param_diff = report.max_param_diff / max(report.max_param, 1.0)
@@ -198,6 +199,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         ours_error, eager_error = report.first_grad_errors
         print(f"  against float64: ours {ours_error:.2e}, eager {eager_error:.2e} (at most {args.grad_error_ratio:g}x "
               "eager's error passes)")
+    if report.first_graph_error is not None:
+        graphs = report.first_graph_error
+        print(f"  graph by graph, on the same inputs: largest difference from eager {graphs.error:.2e} "
+              f"({graphs.where}; tolerance {graphs.tolerance:g})")
     failures = [failure for failure in [training.first_step_failure(report, args.grad_tolerance,
                                                                     args.grad_error_ratio)] if failure]
     if loss_diff > args.tolerance or param_diff > args.tolerance:
@@ -206,8 +211,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     for failure in failures:
         print(f"DIVERGED: {failure}", file=sys.stderr)
     if not failures:
-        first = (f"within {args.grad_tolerance:g} of eager's" if report.first_grad_diff <= args.grad_tolerance
-                 else "as close to float64 as eager's")
+        first = training.first_step_pass(report, args.grad_tolerance, args.grad_error_ratio)
         print(f"ok: first-step gradients {first}, losses and parameters within {args.tolerance:g} of eager "
               "(relative)")
     return 1 if failures else 0
@@ -218,6 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     from .models import MODELS
+    from .training import AMP_DTYPES
 
     train = sub.add_parser("train", help="train a CNN through torch.compile with our backend, beside eager")
     train.add_argument("--model", choices=tuple(MODELS), default="demo")
@@ -226,6 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--image-size", type=int, default=32)
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--device", choices=("cpu", "cuda", "hip"), default="cpu")
+    train.add_argument("--amp", choices=tuple(AMP_DTYPES), default="off",
+                       help="train both runs under torch.autocast at this dtype (f16 with a loss scaler)")
     train.add_argument("--grad-error-ratio", type=float, default=2.0,
                        help="past --grad-tolerance, first-step gradients still pass where their error against "
                             "float64 is at most this times eager's (default 2)")

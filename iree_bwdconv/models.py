@@ -1,6 +1,6 @@
-"""The CNNs `iree-bwdconv train` and the training benchmark use (ours, and
-torchvision's layouts from `model_zoo`), and the synthetic image dataset
-they learn from."""
+"""The CNNs `iree-bwdconv train` and the training benchmarks use (ours,
+torchvision's layouts from `resnets` and `model_zoo`, and a U-Net), and
+the synthetic image dataset they learn from."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import torch
 from torch import nn
 
 from .model_zoo import ZOO
+from .resnets import RESNETS
+from .unet import unet
 
 
 def conv_bn(c_in: int, c_out: int, kernel: int, stride: int = 1, groups: int = 1, relu: bool = True) -> nn.Sequential:
@@ -50,35 +52,7 @@ class DemoCNN(nn.Module):
         return self.head(x.mean(dim=(2, 3)))
 
 
-class BasicBlock(nn.Module):
-    def __init__(self, c_in: int, c_out: int, stride: int) -> None:
-        super().__init__()
-        self.main = nn.Sequential(conv_bn(c_in, c_out, 3, stride), conv_bn(c_out, c_out, 3, relu=False))
-        self.shortcut = conv_bn(c_in, c_out, 1, stride, relu=False) if stride != 1 or c_in != c_out else nn.Identity()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(self.main(x) + self.shortcut(x))
-
-
-class ResNet18(nn.Module):
-    """ResNet-18's layout (7x7 stride-2 stem, max pool, 2-2-2-2 basic blocks
-    at widths 64-512) for small images."""
-
-    def __init__(self, num_classes: int = 10) -> None:
-        super().__init__()
-        self.stem = nn.Sequential(conv_bn(3, 64, 7, 2), nn.MaxPool2d(3, 2, 1))
-        blocks, c_in = [], 64
-        for c_out, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
-            blocks += [BasicBlock(c_in, c_out, stride), BasicBlock(c_out, c_out, 1)]
-            c_in = c_out
-        self.blocks = nn.Sequential(*blocks)
-        self.head = nn.Linear(512, num_classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.blocks(self.stem(x)).mean(dim=(2, 3)))
-
-
-MODELS = {"demo": DemoCNN, "resnet18": ResNet18, **ZOO}
+MODELS = {"demo": DemoCNN, **RESNETS, **ZOO, "unet": unet}
 
 
 class SyntheticImages:
@@ -89,7 +63,10 @@ class SyntheticImages:
         self.num_classes, self.size = num_classes, size
         self.generator = torch.Generator().manual_seed(seed)
 
-    def batch(self, batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def batch(self, batch_size: int, dense: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """Images and their labels; `dense`: a label per pixel, the image's
+        class where its stripes are bright and 0 elsewhere (for models that
+        segment)."""
         g = self.generator
         labels = torch.randint(0, self.num_classes, (batch_size,), generator=g)
         angle = labels.float() * (torch.pi / self.num_classes)
@@ -101,4 +78,7 @@ class SyntheticImages:
         stripes = torch.sin(frequency[:, None, None] * along + phase[:, None, None])
         colour = torch.rand(batch_size, 3, 1, 1, generator=g) + 0.5
         noise = 0.3 * torch.randn(batch_size, 3, self.size, self.size, generator=g)
-        return stripes[:, None] * colour + noise, labels
+        images = stripes[:, None] * colour + noise
+        if dense:
+            return images, torch.where(stripes > 0, labels[:, None, None], 0)
+        return images, labels

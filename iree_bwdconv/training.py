@@ -17,7 +17,12 @@ from torch import nn
 from tqdm import tqdm
 
 from .dynamo import Backend
+from .graph_check import GraphError, RecordingBackend, largest_error
 from .models import MODELS, SyntheticImages
+
+
+# --amp's choices: torch.autocast's dtype, "off" for none.
+AMP_DTYPES: dict[str, Optional[torch.dtype]] = {"off": None, "f16": torch.float16, "bf16": torch.bfloat16}
 
 
 @dataclass
@@ -31,6 +36,9 @@ class TrainReport:
     # is past the tolerance, each run's largest error against float64.
     first_grad_diff: float = 0.0
     first_grad_errors: Optional[tuple[float, float]] = None  # (ours, eager)
+    # Then, with a RecordingBackend, each compiled graph of the first step
+    # against its aten graph run eagerly on the same inputs.
+    first_graph_error: Optional[GraphError] = None
 
     @property
     def compile_s(self) -> float:
@@ -45,10 +53,25 @@ class TrainReport:
         return max(abs(a - b) / max(abs(b), 1.0) for a, b in self.losses)
 
 
-def forward_backward(model: nn.Module, images: torch.Tensor, labels: torch.Tensor) -> float:
-    loss = nn.functional.cross_entropy(model(images), labels)
-    loss.backward()
+def forward_backward(model: nn.Module, images: torch.Tensor, labels: torch.Tensor,
+                     amp: Optional[torch.dtype] = None, scaler: Optional[torch.amp.GradScaler] = None) -> float:
+    """One forward and backward pass; `amp`: under torch.autocast at that
+    dtype, as a mixed-precision training loop runs it, the loss multiplied
+    by `scaler`'s scale before the backward pass."""
+    with torch.autocast(images.device.type, dtype=amp, enabled=amp is not None):
+        loss = nn.functional.cross_entropy(model(images), labels)
+    (loss if scaler is None else scaler.scale(loss)).backward()
     return loss.item()
+
+
+def loss_scaler(amp: Optional[torch.dtype], device: str) -> Optional[torch.amp.GradScaler]:
+    """f16 training's dynamic loss scale (bf16 has f32's range and needs
+    none). It starts at 2**10, not 2**16: the side-by-side runs must skip
+    the same steps, and a step whose scaled gradients overflow in one run
+    and not in the other would part them by a whole update."""
+    if amp != torch.float16:
+        return None
+    return torch.amp.GradScaler(device, init_scale=2.0**10)
 
 
 def relative_grad_diff(ours: nn.Module, eager: nn.Module) -> float:
@@ -72,18 +95,34 @@ def float64_errors(initial: nn.Module, ours: nn.Module, eager: nn.Module, images
     return relative_grad_diff(ours, exact), relative_grad_diff(eager, exact)
 
 
-def first_step_failure(report: "TrainReport", grad_tolerance: float, grad_error_ratio: float) -> Optional[str]:
-    """Why the first step's gradients fail, or None: they pass within
-    `grad_tolerance` of eager's, or, past it, at most `grad_error_ratio`
-    times eager's error against float64."""
+def first_step_pass(report: "TrainReport", grad_tolerance: float, grad_error_ratio: float) -> Optional[str]:
+    """How the first step's gradients pass, or None where they fail: within
+    `grad_tolerance` of eager's; or, past it, at most `grad_error_ratio`
+    times eager's error against float64; or, past that, with every graph
+    within tolerance of its own eager result (`graph_check`: the model's
+    gradients are discontinuous at a value ours rounded differently)."""
     if report.first_grad_diff <= grad_tolerance:
-        return None
+        return f"within {grad_tolerance:g} of eager's"
     if report.first_grad_errors is not None:
         ours, eager = report.first_grad_errors
         if ours <= grad_error_ratio * eager:
-            return None
-    return (f"first-step gradients differ by {report.first_grad_diff:.2e} (tolerance {grad_tolerance:g}), "
-            "and ours are not as close to float64 as eager's")
+            return "as close to float64 as eager's"
+    graphs = report.first_graph_error
+    if graphs is not None and graphs.ratio <= 1.0:
+        return "equal to eager's graph by graph (the model's gradients are discontinuous at a value rounded apart)"
+    return None
+
+
+def first_step_failure(report: "TrainReport", grad_tolerance: float, grad_error_ratio: float) -> Optional[str]:
+    """Why the first step's gradients fail (`first_step_pass`), or None."""
+    if first_step_pass(report, grad_tolerance, grad_error_ratio) is not None:
+        return None
+    reason = (f"first-step gradients differ by {report.first_grad_diff:.2e} (tolerance {grad_tolerance:g}), "
+              "and ours are not as close to float64 as eager's")
+    graphs = report.first_graph_error
+    if graphs is not None:
+        reason += f"; {graphs.where} differs from its eager result by {graphs.error:.2e} (tolerance {graphs.tolerance:g})"
+    return reason
 
 
 @contextlib.contextmanager
@@ -113,30 +152,46 @@ def side_by_side(
     on_step: Optional[Callable[[int, float, float], None]] = None,
     device: str = "cpu",
     grad_tolerance: float = 1e-4,
+    amp: Optional[torch.dtype] = None,
 ) -> TrainReport:
     """`device`: where the models and batches live ("cuda": cuda:0, the
-    tensors crossing into IREE by DLPack)."""
+    tensors crossing into IREE by DLPack). `amp`: both runs under
+    torch.autocast at that dtype, with f32 master weights."""
     torch.manual_seed(seed)
     eager = MODELS[model_name]().to(device)
+    dense = getattr(eager, "dense", False)
     initial = copy.deepcopy(eager)
     ours = copy.deepcopy(eager)
     compiled = torch.compile(ours, backend=backend)
     optimizers = [torch.optim.SGD(m.parameters(), lr=0.05, momentum=0.9) for m in (ours, eager)]
+    scalers = [loss_scaler(amp, device) for _ in optimizers]
     data = SyntheticImages(size=image_size, seed=seed)
     report = TrainReport()
     for step in tqdm(range(steps), desc=f"training {model_name}", file=progress, disable=progress is None, unit="step"):
-        images, labels = (t.to(device) for t in data.batch(batch_size))
+        images, labels = (t.to(device) for t in data.batch(batch_size, dense))
         times, losses = [], []
-        for model, optimizer in ((compiled, optimizers[0]), (eager, optimizers[1])):
+        for model, optimizer, scaler in zip((compiled, eager), optimizers, scalers):
+            if isinstance(backend, RecordingBackend):
+                backend.recording = step == 0 and model is compiled
             started = time.perf_counter()
             optimizer.zero_grad(set_to_none=True)
             with exact_float32(device):
-                losses.append(forward_backward(model, images, labels))
+                losses.append(forward_backward(model, images, labels, amp, scaler))
+            if scaler is not None:
+                scaler.unscale_(optimizer)  # the gradients compared are the true ones
             if step == 0 and model is eager:
                 report.first_grad_diff = relative_grad_diff(ours, eager)
                 if report.first_grad_diff > grad_tolerance:
                     report.first_grad_errors = float64_errors(initial, ours, eager, images, labels)
-            optimizer.step()
+                    if isinstance(backend, RecordingBackend):
+                        report.first_graph_error = largest_error(backend.calls, grad_tolerance)
+                if isinstance(backend, RecordingBackend):
+                    backend.calls.clear()
+            if scaler is None:
+                optimizer.step()
+            else:
+                scaler.step(optimizer)
+                scaler.update()
             times.append(time.perf_counter() - started)
         report.losses.append((losses[0], losses[1]))
         report.step_s.append((times[0], times[1]))

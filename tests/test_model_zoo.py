@@ -1,4 +1,4 @@
-"""model_zoo's networks against torchvision's: the published parameter
+"""model_zoo's and resnets' networks against torchvision's: the published parameter
 counts with 1000 classes (a layout that differs anywhere in width, kernel,
 groups or squeeze size changes them), the number of convolutions, and a
 train-mode forward pass on CIFAR-sized images."""
@@ -11,9 +11,14 @@ from torch import nn
 
 from iree_bwdconv import model_zoo
 from iree_bwdconv.model_zoo import ZOO
+from iree_bwdconv.resnets import RESNETS
+
+NETWORKS = {**ZOO, **RESNETS}
 
 # torchvision's `num_params` of each model's ImageNet weights.
 TORCHVISION_PARAMS = {
+    "resnet18": 11_689_512,
+    "resnet50": 25_557_032,
     "regnet_x_400mf": 5_495_976,
     "mobilenet_v2": 3_504_872,
     "mobilenet_v3_small": 2_542_856,
@@ -25,6 +30,8 @@ TORCHVISION_PARAMS = {
 # Counted from torchvision's code: stem, every block's convs (projections
 # and squeeze-excitation 1x1s included), last 1x1.
 CONVS = {
+    "resnet18": 1 + 2 * 8 + 3,
+    "resnet50": 1 + 3 * 16 + 4,
     "regnet_x_400mf": 1 + 3 * 22 + 4,
     "mobilenet_v2": 1 + 2 + 3 * 16 + 1,
     "mobilenet_v3_small": 1 + 11 + 11 + 10 + 2 * 9 + 1,
@@ -35,18 +42,18 @@ CONVS = {
 
 
 def test_zoo_names():
-    assert set(ZOO) == set(TORCHVISION_PARAMS)
+    assert set(NETWORKS) == set(TORCHVISION_PARAMS)
 
 
 @pytest.mark.parametrize("name", sorted(TORCHVISION_PARAMS))
 def test_parameter_count_is_torchvisions(name):
-    model = ZOO[name](num_classes=1000)
+    model = NETWORKS[name](num_classes=1000)
     assert sum(p.numel() for p in model.parameters()) == TORCHVISION_PARAMS[name]
 
 
 @pytest.mark.parametrize("name", sorted(CONVS))
 def test_conv_count(name):
-    model = ZOO[name](num_classes=1000)
+    model = NETWORKS[name](num_classes=1000)
     assert sum(isinstance(m, nn.Conv2d) for m in model.modules()) == CONVS[name]
 
 
@@ -57,12 +64,12 @@ def test_regnet_x_400mf_stages():
                                                                  (400, 12, 16)]
 
 
-@pytest.mark.parametrize("name", sorted(ZOO))
+@pytest.mark.parametrize("name", sorted(NETWORKS))
 def test_train_forward_is_deterministic(name):
     """Shape (2, num_classes) in train mode, and with dropout and
     stochastic depth at their default 0 the same input gives the same output."""
     torch.manual_seed(0)
-    model = ZOO[name](num_classes=10).train()
+    model = NETWORKS[name](num_classes=10).train()
     x = torch.randn(2, 3, 32, 32)
     with torch.no_grad():
         first, second = model(x), model(x)
