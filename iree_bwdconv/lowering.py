@@ -18,7 +18,7 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
 import iree_bwdconv.patterns as patterns
 
-from . import extern_kernels, iree_ir, operand_room, pipeline
+from . import extern_kernels, iree_ir, operand_room, pipeline, pool_backward
 from .errors import LoweringError
 from .options import LoweringOptions
 
@@ -39,9 +39,11 @@ def new_context() -> ir.Context:
 
 
 def decompositions() -> dict:
-    """torch-mlir's decomposition table, convolution_backward kept whole."""
+    """torch-mlir's decomposition table, convolution_backward kept whole,
+    and max_pool2d's backward as a gather (`pool_backward`), not a scatter."""
     table = dict(get_decomposition_table())
     table.pop(torch.ops.aten.convolution_backward.default, None)
+    table[torch.ops.aten.max_pool2d_with_indices_backward.default] = pool_backward.max_pool2d_with_indices_backward
     return table
 
 
