@@ -18,6 +18,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from typing import Sequence
 
 import ml_dtypes
@@ -187,6 +188,7 @@ class LoadedModule:
         self._context.add_vm_module(ireert.VmModule.copy_buffer(self._context.instance, vmfb))
         self._function = self._context.modules.module[function]
         self._zero_copy = target == "cpu"
+        self.invoke_s = 0.0  # summed over calls: IREE's function call alone
 
     def _argument(self, tensor: torch.Tensor):
         tensor = tensor.detach()
@@ -232,7 +234,9 @@ class LoadedModule:
         # must not take that worker's core (`caller_thread`).
         waiting = caller_thread.batch_scheduling() if self.target == "cpu" else contextlib.nullcontext()
         with waiting:
+            started = time.perf_counter()
             results = self._function(*arguments)
+            self.invoke_s += time.perf_counter() - started
         if not isinstance(results, (tuple, list)):
             results = (results,)
         if not on_cuda:
