@@ -11,6 +11,8 @@ from typing import Callable, Sequence, Union
 import torch
 from torch import nn
 
+from iree_bwdconv.graph_check import GraphCall, graph_error, recording
+
 Outputs = Union[torch.Tensor, Sequence[torch.Tensor]]
 
 
@@ -39,38 +41,9 @@ def trained(model: nn.Module) -> list[torch.Tensor]:
     return [p for p in model.parameters() if p.requires_grad]
 
 
-def _assert_within_eager(got: Sequence[torch.Tensor], expected: Sequence[torch.Tensor],
-                         reference: Sequence[torch.Tensor], names: Sequence[str], what: str) -> None:
-    """Each of `got` off float64's `reference` by at most 10x eager
-    float32's error on it, plus eager's worst error relative to its tensor
-    over the lot (of those above 1e-3 of the lot's largest value), times
-    this one's largest value, plus 1e-4 of its largest value and 1e-5 of
-    the lot's largest (a bias feeding batch norm has a gradient that is all
-    rounding).
-
-    Our sums run in other orders than eager's, and through chains of
-    train-mode batch norms rounding grows: in ShuffleNetV2's backward at
-    initialisation eager's first weight gradient is 1.6% off, and a batch
-    norm's scale gradient came out 0.9% off in ours where eager's happened
-    to be 3e-5. The faults this is for put a tensor off by its own size."""
-    largest = [r.abs().max().item() for r in reference]
-    errors = [(g.double() - r).abs().max().item() for g, r in zip(got, reference)]
-    eager_errors = [(e.double() - r).abs().max().item() for e, r in zip(expected, reference)]
-    floor = 1e-5 * max(largest)
-    # Over the tensors that are more than rounding: a gradient that is all
-    # rounding is 100% off in eager too.
-    worst_relative = max((e / m for e, m in zip(eager_errors, largest) if m > 100 * floor), default=0.0)
-    for name, error, eager_error, most in zip(names, errors, eager_errors, largest):
-        allowed = 10 * eager_error + (worst_relative + 1e-4) * most + floor
-        assert error <= allowed, f"{what}\n{name}: error {error:.3e}, eager float32's {eager_error:.3e}"
-
-
-Call = tuple[torch.fx.GraphModule, list, list]
-
-
 class Recording:
     """A torch.compile backend that compiles every graph with `backend` and
-    keeps each call's graph, inputs and outputs."""
+    keeps each call's graph, inputs and outputs (`graph_check.recording`)."""
 
     def __init__(self, backend) -> None:
         from torch._dynamo.backends.common import aot_autograd
@@ -78,7 +51,7 @@ class Recording:
         from iree_bwdconv import lowering
 
         self.backend = backend
-        self.calls: list[Call] = []
+        self.calls: list[GraphCall] = []
         self._aot = aot_autograd(fw_compiler=self._compile, bw_compiler=self._compile,
                                  decompositions=lowering.decompositions())
 
@@ -86,43 +59,18 @@ class Recording:
         return self._aot(gm, example_inputs, **kwargs)
 
     def _compile(self, gm: torch.fx.GraphModule, example_inputs: Sequence[torch.Tensor]) -> Callable:
-        compiled = self.backend.compile_graph(gm, example_inputs)
-
-        def call(args: list) -> list:
-            inputs = [a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args]
-            outputs = compiled(args)
-            self.calls.append((gm, inputs, [o.detach().clone() if isinstance(o, torch.Tensor) else o
-                                            for o in outputs]))
-            return outputs
-
-        call._boxed_call = True  # type: ignore[attr-defined]
-        return call
+        pristine = copy.deepcopy(gm)
+        return recording(self.backend.compile_graph(gm, example_inputs), pristine, self.calls)
 
 
-def _float64(value):
-    return value.double() if isinstance(value, torch.Tensor) and value.is_floating_point() else value
-
-
-def assert_graph_as_accurate_as_eager(call: Call, what: str) -> None:
+def assert_graph_as_accurate_as_eager(call: GraphCall, what: str) -> None:
     """One compiled graph's outputs against the same graph run eagerly in
-    float64 on the same inputs (`_assert_within_eager`, eager float32's
-    run of it the yardstick). Graph by graph, and not the model's end
+    float64 on the same inputs, eager float32's run of it the yardstick
+    (`graph_check.graph_error`). Graph by graph, and not the model's end
     results, because a value within rounding of a ReLU's kink can land on
-    either side in two float32 runs: MobileNetV2's backward took a batch
-    norm's output of 1e-7 as zero in ours and as positive in eager, and its
-    input gradient came out 3% apart, the backward of each right for its
-    own inputs."""
-    gm, inputs, outputs = call
-    reference = gm(*(_float64(a) for a in inputs))
-    eager = gm(*(a.clone() if isinstance(a, torch.Tensor) else a for a in inputs))
-    kept = [i for i, out in enumerate(outputs) if isinstance(out, torch.Tensor) and out.is_floating_point()]
-    nodes = [n for n in gm.graph.nodes if n.op == "output"][0].args[0]
-    names = [f"output {i} ({getattr(nodes[i], 'name', nodes[i])})" for i in kept]
-    _assert_within_eager([outputs[i] for i in kept], [eager[i] for i in kept], [reference[i] for i in kept],
-                         names, what)
-    for i, out in enumerate(outputs):
-        if isinstance(out, torch.Tensor) and not out.is_floating_point():
-            assert torch.equal(out, eager[i]), f"{what}\noutput {i} differs"
+    either side in two float32 runs."""
+    worst = graph_error(call, what)
+    assert worst.ratio <= 1.0, f"{worst.where}: error {worst.error:.3e}, allowed {worst.allowed:.3e}"
 
 
 def assert_as_accurate_as_eager(model: nn.Module, inputs: Sequence[torch.Tensor], backend, what: str,

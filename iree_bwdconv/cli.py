@@ -201,8 +201,8 @@ def cmd_train(args: argparse.Namespace) -> int:
               "eager's error passes)")
     if report.first_graph_error is not None:
         graphs = report.first_graph_error
-        print(f"  graph by graph, on the same inputs: largest difference from eager {graphs.error:.2e} "
-              f"({graphs.where}; tolerance {graphs.tolerance:g})")
+        print(f"  graph by graph, on the same inputs: {graphs.where} is {graphs.error:.2e} from float64, "
+              f"{graphs.ratio:.2g} of what eager float32's own error allows")
     failures = [failure for failure in [training.first_step_failure(report, args.grad_tolerance,
                                                                     args.grad_error_ratio)] if failure]
     if loss_diff > args.tolerance or param_diff > args.tolerance:
