@@ -166,7 +166,7 @@ class Backend:
                                  timeout_s=self.compile_timeout_s)
 
         try:
-            imported = import_for_iree(gm, self.stats)
+            imported = import_for_iree(gm, self.stats, self.target)
             if self._compiles is None:
                 return compiled()
         except Exception as err:  # noqa: BLE001 - any failure of the lowering means: not this graph

@@ -24,7 +24,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch_mlir import fx as torch_mlir_fx
 from torch_mlir import ir
 
-from . import compile_fallback, isolation, lowering, pipeline
+from . import batch_reductions, compile_fallback, isolation, lowering, pipeline
 from .compile_cache import CompileCache, cache_key
 from .options import LoweringOptions
 from .runtime import LoadedModule
@@ -163,12 +163,14 @@ class ImportedGraph:
     slots: list[OutputSlot]
 
 
-def import_for_iree(gm: torch.fx.GraphModule, stats: CompileStats) -> ImportedGraph:
+def import_for_iree(gm: torch.fx.GraphModule, stats: CompileStats, target: str = "cpu") -> ImportedGraph:
     """`gm` through torch-mlir's importer (in the calling thread: it reads
-    the graph, which dynamo's thread owns)."""
+    the graph, which dynamo's thread owns), for `target`."""
     import_gm, inputs, slots = split_outputs(gm)
     if not any(slot.kind == "result" for slot in slots):
         return ImportedGraph(None, inputs, slots)  # every output is an input or a constant
+    if batch_reductions.applies_to(target):
+        batch_reductions.split_batch_reductions(import_gm)
     started = time.perf_counter()
     graph_ir = str(import_graph(import_gm))
     stats.add(import_s=time.perf_counter() - started)
@@ -191,7 +193,7 @@ class CompiledGraph:
         # An instance attribute: dynamo's wrappers copy __dict__, not class attributes.
         self._boxed_call = True
         options = lowering.as_options(options)
-        imported = gm if isinstance(gm, ImportedGraph) else import_for_iree(gm, stats)
+        imported = gm if isinstance(gm, ImportedGraph) else import_for_iree(gm, stats, options.target)
         self._inputs, self._slots = imported.inputs, imported.slots
         self._module: Optional[LoadedModule] = None
         self._target, self._stats = options.target, stats
