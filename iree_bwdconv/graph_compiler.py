@@ -26,6 +26,7 @@ from torch_mlir import ir
 
 from . import batch_reductions, compile_fallback, isolation, lowering, pipeline
 from .compile_cache import CompileCache, cache_key
+from .errors import UnsupportedDtypeError
 from .options import LoweringOptions
 from .runtime import LoadedModule
 
@@ -144,6 +145,19 @@ def one_device(gm: torch.fx.GraphModule) -> None:
             node.args = (node.args[0], _CPU, *node.args[2:])
 
 
+def refuse_float64(gm: torch.fx.GraphModule) -> None:
+    """float64 tensors in or out refused before import: IREE demotes
+    float64 to float32 by default, so the compiled module would take and
+    give float32 where torch hands it float64, and fail at its first call."""
+    outputs = gm.graph.find_nodes(op="output")[0].args[0]
+    for node in [*gm.graph.find_nodes(op="placeholder"), *outputs]:
+        value = getattr(node, "meta", {}).get("val")
+        if isinstance(value, torch.Tensor) and value.dtype == torch.float64:
+            raise UnsupportedDtypeError(f"{node.name}.dtype", "float64",
+                                        "IREE computes float64 as float32; supported dtypes are float32, "
+                                        "float16 and bfloat16")
+
+
 def import_graph(gm: torch.fx.GraphModule) -> ir.Module:
     """A graph of tensors in and tensors out (`split_outputs`) as raw
     torch-dialect IR, ready for `lowering.lower_torch`."""
@@ -169,6 +183,7 @@ def import_for_iree(gm: torch.fx.GraphModule, stats: CompileStats, target: str =
     import_gm, inputs, slots = split_outputs(gm)
     if not any(slot.kind == "result" for slot in slots):
         return ImportedGraph(None, inputs, slots)  # every output is an input or a constant
+    refuse_float64(import_gm)
     if batch_reductions.applies_to(target):
         batch_reductions.split_batch_reductions(import_gm)
     started = time.perf_counter()

@@ -14,7 +14,8 @@ from torch import nn
 import iree_bwdconv
 from iree_bwdconv import dynamo, operand_room, pipeline, training
 from iree_bwdconv.errors import InvalidArgumentError
-from iree_bwdconv.models import BasicBlock, conv_bn
+from iree_bwdconv.models import conv_bn
+from iree_bwdconv.resnets import BasicBlock
 
 
 @pytest.fixture
@@ -211,6 +212,22 @@ def test_unlowerable_graph_raises_when_asked(tmp_path):
     backend = iree_bwdconv.backend(cache_dir=str(tmp_path), fallback="raise")
     with pytest.raises(Exception, match="cummax"):
         torch.compile(cummax_model, backend=backend)(torch.randn(3, 5))
+
+
+def test_float64_graph_is_refused_before_compiling(tmp_path, caplog):
+    """IREE computes float64 as float32: a float64 graph runs eagerly, with
+    the reason, instead of failing at its first call."""
+    model = torch.nn.Conv2d(2, 3, 3).double()
+    x = torch.randn(1, 2, 6, 6, dtype=torch.float64)
+    backend = iree_bwdconv.backend(cache_dir=str(tmp_path))
+    with caplog.at_level(logging.WARNING, logger="iree_bwdconv"):
+        out = torch.compile(model, backend=backend)(x)
+    assert torch.equal(out, model(x))
+    assert "UnsupportedDtypeError" in caplog.text and "float64" in caplog.text
+    with pytest.raises(Exception, match="float64"):
+        torch._dynamo.reset()
+        torch.compile(model, backend=iree_bwdconv.backend(cache_dir=str(tmp_path), fallback="raise"))(x)
+    torch._dynamo.reset()
 
 
 def test_registered_by_entry_point():
