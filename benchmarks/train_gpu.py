@@ -37,7 +37,7 @@ import torch
 
 from iree_bwdconv.dynamo import Backend
 from iree_bwdconv.models import MODELS, SyntheticImages
-from iree_bwdconv.training import AMP_DTYPES, forward_backward, loss_scaler
+from iree_bwdconv.training import AMP_DTYPES, forward_backward, loss_scaler, update
 
 # name -> (model, batch, image side)
 WORKLOADS = {
@@ -62,46 +62,24 @@ class Trainer:
         self.optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         self.scaler = loss_scaler(amp, "cuda")
         self.next = 0
+        self.first_gradients: Optional[torch.Tensor] = None
 
     def step(self) -> float:
+        """One step's time; the first step also keeps its gradients (taken
+        before the update, unscaled) in `first_gradients`."""
         images, labels = self.batches[self.next % len(self.batches)]
-        self.next += 1
         torch.backends.cudnn.allow_tf32 = self.tf32
         torch.cuda.synchronize()
         started = time.perf_counter()
         self.optimizer.zero_grad(set_to_none=True)
         forward_backward(self.run, images, labels, self.amp, self.scaler)
-        if self.scaler is None:
-            self.optimizer.step()
-        else:
-            self.scaler.step(self.optimizer)
-            self.scaler.update()
+        if self.next == 0:
+            scale = 1.0 if self.scaler is None else self.scaler.get_scale()
+            self.first_gradients = torch.cat([p.grad.double().flatten() / scale for p in self.model.parameters()])
+        update(self.optimizer, self.scaler)
         torch.cuda.synchronize()
+        self.next += 1
         return time.perf_counter() - started
-
-    def gradients(self) -> torch.Tensor:
-        scale = 1.0 if self.scaler is None else self.scaler.get_scale()
-        return torch.cat([p.grad.double().flatten() / scale for p in self.model.parameters()])
-
-
-def first_step(trainer: Trainer) -> tuple[float, torch.Tensor]:
-    """The first step's time and its gradients (taken before the update)."""
-    images, labels = trainer.batches[0]
-    trainer.optimizer.zero_grad(set_to_none=True)
-    torch.backends.cudnn.allow_tf32 = trainer.tf32
-    torch.cuda.synchronize()
-    started = time.perf_counter()
-    forward_backward(trainer.run, images, labels, trainer.amp, trainer.scaler)
-    torch.cuda.synchronize()
-    elapsed = time.perf_counter() - started
-    gradients = trainer.gradients()
-    if trainer.scaler is None:
-        trainer.optimizer.step()
-    else:
-        trainer.scaler.step(trainer.optimizer)
-        trainer.scaler.update()
-    trainer.next = 1
-    return elapsed, gradients
 
 
 def measure(model_name: str, batch: int, size: int, amp: Optional[torch.dtype], cache_dir: str,
@@ -125,13 +103,14 @@ def measure(model_name: str, batch: int, size: int, amp: Optional[torch.dtype], 
     }
     if amp is None:
         trainers["eager tf32"] = variant(None, tf32=True)
-    first, gradients = {}, {}
-    for name, trainer in trainers.items():
-        first[name], gradients[name] = first_step(trainer)
+    first = {name: trainer.step() for name, trainer in trainers.items()}
+    gradients = {name: trainer.first_gradients for name, trainer in trainers.items()}
     scale = gradients["eager"].abs().max().item()
     grad_diff = {name: (g - gradients["eager"]).abs().max().item() / scale for name, g in gradients.items()
                  if name != "eager"}
     del gradients
+    for trainer in trainers.values():
+        trainer.first_gradients = None
     for trainer in trainers.values():
         for _ in range(WARMUP):
             trainer.step()

@@ -74,6 +74,15 @@ def loss_scaler(amp: Optional[torch.dtype], device: str) -> Optional[torch.amp.G
     return torch.amp.GradScaler(device, init_scale=2.0**10)
 
 
+def update(optimizer: torch.optim.Optimizer, scaler: Optional[torch.amp.GradScaler]) -> None:
+    """The optimizer's step, through the loss scaler where there is one."""
+    if scaler is None:
+        optimizer.step()
+    else:
+        scaler.step(optimizer)
+        scaler.update()
+
+
 def relative_grad_diff(ours: nn.Module, eager: nn.Module) -> float:
     """The largest difference of `ours`'s gradients from `eager`'s, over
     `eager`'s largest gradient."""
@@ -168,12 +177,13 @@ def side_by_side(
     scalers = [loss_scaler(amp, device) for _ in optimizers]
     data = SyntheticImages(size=image_size, seed=seed)
     report = TrainReport()
+    recorder = backend if isinstance(backend, RecordingBackend) else None
     for step in tqdm(range(steps), desc=f"training {model_name}", file=progress, disable=progress is None, unit="step"):
         images, labels = (t.to(device) for t in data.batch(batch_size, dense))
         times, losses = [], []
         for model, optimizer, scaler in zip((compiled, eager), optimizers, scalers):
-            if isinstance(backend, RecordingBackend):
-                backend.recording = step == 0 and model is compiled
+            if recorder is not None:
+                recorder.recording = step == 0 and model is compiled
             started = time.perf_counter()
             optimizer.zero_grad(set_to_none=True)
             with exact_float32(device):
@@ -184,15 +194,11 @@ def side_by_side(
                 report.first_grad_diff = relative_grad_diff(ours, eager)
                 if report.first_grad_diff > grad_tolerance:
                     report.first_grad_errors = float64_errors(initial, ours, eager, images, labels)
-                    if isinstance(backend, RecordingBackend):
-                        report.first_graph_error = largest_error(backend.calls)
-                if isinstance(backend, RecordingBackend):
-                    backend.calls.clear()
-            if scaler is None:
-                optimizer.step()
-            else:
-                scaler.step(optimizer)
-                scaler.update()
+                    if recorder is not None:
+                        report.first_graph_error = largest_error(recorder.calls)
+                if recorder is not None:
+                    recorder.calls.clear()
+            update(optimizer, scaler)
             times.append(time.perf_counter() - started)
         report.losses.append((losses[0], losses[1]))
         report.step_s.append((times[0], times[1]))
