@@ -59,8 +59,7 @@ class Recording:
         return self._aot(gm, example_inputs, **kwargs)
 
     def _compile(self, gm: torch.fx.GraphModule, example_inputs: Sequence[torch.Tensor]) -> Callable:
-        pristine = copy.deepcopy(gm)
-        return recording(self.backend.compile_graph(gm, example_inputs), pristine, self.calls)
+        return recording(self.backend.compile_graph(gm, example_inputs), gm, self.calls)
 
 
 def assert_graph_as_accurate_as_eager(call: GraphCall, what: str) -> None:
