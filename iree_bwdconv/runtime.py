@@ -181,6 +181,10 @@ def crosses_by_dlpack(target: str, device: torch.device) -> bool:
 class LoadedModule:
     """One compiled module on one IREE device, callable with torch tensors."""
 
+    # CUDA results: copied into torch's memory, or IREE's buffers handed to
+    # torch as they are (an experiment: benchmarks/crossing_gpu.py).
+    copy_results = True
+
     def __init__(self, vmfb: bytes, target: str = "cpu", function: str = "main") -> None:
         self.target = target
         self.config = device_config(target)
@@ -218,7 +222,8 @@ class LoadedModule:
             except (RuntimeError, ValueError) as err:  # a pool buffer, or an element type DLPack lacks
                 _warn_once(f"CUDA results are copied through host memory: {err}")
             else:
-                return torch.from_dlpack(capsule).clone()
+                result = torch.from_dlpack(capsule)
+                return result.clone() if self.copy_results else result
         return self._result(array, device)
 
     def __call__(self, *args: torch.Tensor) -> tuple[torch.Tensor, ...]:
