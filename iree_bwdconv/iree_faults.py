@@ -114,8 +114,27 @@ GFX942_F16_DYNAMIC_BATCH_SUM = Fault(
     rule="bias_batch_first",
 )
 
+CUDA_MMA_PADDING_OVERREAD = Fault(
+    name="cuda_mma_padding_overread",
+    targets=("cuda",),
+    dtypes=("f16", "bf16"),
+    seen_in=("3.13.0",),
+    symptom=(
+        "Where an f16/bf16 contraction's dims are not multiples of the MMA intrinsic's, IREE's CUDA "
+        "code pads each workgroup's tiles; its loads clamp an index of a padded dim to the dim's size, "
+        "one past its last element, and mask the innermost dim alone. Where the padded dim is an outer "
+        "dim of an operand, the padded rows are read a row past the operand's end: the values are "
+        "discarded, but where the operand ends a mapping the kernel dies with CUDA_ERROR_ILLEGAL_ADDRESS, "
+        "and the process's CUDA context with it. A 1x1 stride-2 f16 layer of 60 or 252 input channels "
+        "hung every benchmark of ours and upstream's on an H200; 64 and 256 ran."
+    ),
+    workaround="the contractions `mma_padding` finds in IREE's configured dispatches are widened to f32 and "
+               "the module compiled again; a module left with one is refused",
+)
+
 FAULTS: dict[str, Fault] = {fault.name: fault for fault in (MULTI_USE_FUSION_PARTIAL_WRITE, UNIT_WINDOW_FOLD,
-                                                            CPU_BATCHLESS_CONV_STORE, GFX942_F16_DYNAMIC_BATCH_SUM)}
+                                                            CPU_BATCHLESS_CONV_STORE, GFX942_F16_DYNAMIC_BATCH_SUM,
+                                                            CUDA_MMA_PADDING_OVERREAD)}
 
 
 def seen_on(fault: Fault, target: str) -> bool:

@@ -11,7 +11,9 @@ IREE 3.13's CPU code would store a convolution's result wrongly, whatever
 made the module (the lowering, a GPU target's form run on the CPU, a test).
 A module compiled for CUDA is refused (`WrongCodeError`) where IREE's
 configured dispatches hold a contraction its CUDA code computes wrongly
-(`mma_order`), whatever made it. Every compile passes the flags of the
+(`mma_order`), whatever made it; where they hold one whose code reads past
+an operand's end (`mma_padding`), it is compiled once more with those
+contractions widened to f32, and refused if any is left. Every compile passes the flags of the
 IREE faults seen on its target (`iree_faults`), after the caller's.
 """
 
@@ -33,7 +35,7 @@ from typing import Optional, Sequence, Union
 from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
-from . import cpu_conv_store, exact_windows, iree_faults, mma_order
+from . import cpu_conv_store, exact_windows, iree_faults, mma_order, mma_padding
 from .errors import PipelineError, WrongCodeError
 
 TORCH_BACKEND = "torchdynamo-export-to-torch-backend-pipeline"
@@ -200,7 +202,7 @@ def iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...] = (), *, a
 
 
 def judged_compile(mlir: str, target: str,
-                   extra_flags: tuple[str, ...] = ()) -> tuple[bytes, list[mma_order.Misordered]]:
+                   extra_flags: tuple[str, ...] = ()) -> tuple[bytes, list]:
     """As `iree_compile`, but code it would refuse as wrong is returned with
     what is wrong in it, from the same one compile: for benchmarks that
     time or check such code."""
@@ -277,7 +279,7 @@ def _sweep_scratch() -> None:
 
 def _run_iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...], output: str, judged: bool = True,
                       refuse: bool = True, workarounds: bool = True,
-                      timeout_s: Optional[float] = None) -> tuple[bytes, list[mma_order.Misordered]]:
+                      timeout_s: Optional[float] = None) -> tuple[bytes, list]:
     flags = list(compile_flags(target, extra_flags, workarounds))
     return _compile(mlir, flags, output, f"iree-compile for target {target}", f"iree-compile-{target}",
                     judge=judged and target in JUDGED_TARGETS, refuse=refuse, timeout_s=timeout_s)
@@ -300,18 +302,24 @@ def run_command_line(argv: Sequence[str], stdin: Optional[bytes] = None) -> int:
 
 
 def _compile(mlir: Union[str, bytes], flags: list[str], output: str, stage: str, stem: str, *, judge: bool,
-             refuse: bool, timeout_s: Optional[float] = None) -> tuple[bytes, list[mma_order.Misordered]]:
-    wrong: list[mma_order.Misordered] = []
+             refuse: bool, timeout_s: Optional[float] = None, widen: bool = True) -> tuple[bytes, list]:
+    """`judge`: read IREE's configured CUDA dispatches for its faults'
+    marks (`mma_order`, `mma_padding`); `widen`: compile once more with
+    the overreading contractions widened, where there are any."""
+    wrong: list = []
+    overreads: list[mma_padding.Overread] = []
+    widening_failed: Optional[PipelineError] = None
     _sweep_scratch()
     with tempfile.TemporaryDirectory(prefix=f"{_SCRATCH_PREFIX}{os.getpid()}-") as tmp:
         src, out = Path(tmp) / "input.mlir", Path(tmp) / output
         src.write_bytes(mlir.encode() if isinstance(mlir, str) else mlir)
         configured, dump = _configurations(flags, Path(tmp) / "configured") if judge else (None, [])
+        binaries, dump_binaries = _binaries(flags, Path(tmp) / "binaries") if judge else (None, [])
         started = time.time() - 1.0  # file times tick coarser than time.time()
         launcher = [sys.executable, "-S", "-E", "-c", _DIE_WITH_PARENT, str(os.getpid())]
         try:
             proc = subprocess.run(
-                [*launcher, _compiler(), *flags, *dump, str(src), "-o", str(out)],
+                [*launcher, _compiler(), *flags, *dump, *dump_binaries, str(src), "-o", str(out)],
                 capture_output=True,
                 text=True,
                 timeout=timeout_s,
@@ -319,18 +327,48 @@ def _compile(mlir: Union[str, bytes], flags: list[str], output: str, stage: str,
         except subprocess.TimeoutExpired:
             proc = subprocess.CompletedProcess([], returncode=-1, stderr=f"error: timed out after {timeout_s:g} s")
         if proc.returncode == 0:
-            wrong = mma_order.misordered_in(configured, started) if configured and configured.is_dir() else []
-            if not (wrong and refuse):
-                return out.read_bytes(), wrong
+            judged = configured is not None and configured.is_dir()
+            wrong = mma_order.misordered_in(configured, started) if judged else []
+            overreads = mma_padding.overreads_in(configured, binaries, started) if judged and binaries else []
+            if overreads and widen and isinstance(mlir, str):
+                wider = mma_padding.widened(mlir, overreads)
+                try:
+                    if wider != mlir:
+                        return _compile(wider, flags, output, stage, stem, judge=judge, refuse=refuse,
+                                        timeout_s=timeout_s, widen=False)
+                except WrongCodeError:
+                    raise
+                except PipelineError as failed:  # IREE's f32 code for it failed: refuse the overreads
+                    widening_failed = failed
+            if not ((wrong or overreads) and refuse):
+                return out.read_bytes(), [*wrong, *overreads]
     path = _save(mlir, stem)
     command = shlex.join([_tool("iree-compile"), *flags, str(path), "-o", f"{path.with_suffix('')}.{output.split('.')[-1]}"])
+    # The command dumps the configured dispatches too (to the caller's folder where it named one).
+    shown = f" {CONFIGURATIONS_FLAG}={path.with_suffix('')}-configured" if dump else ""
     if wrong:
-        # The command dumps the configured dispatches too (to the caller's folder where it named one).
-        shown = f" {CONFIGURATIONS_FLAG}={path.with_suffix('')}-configured" if dump else ""
         said = "\n".join(["IREE 3.13's CUDA code computes these contractions wrongly in f16 and bf16 "
                           "(the innermost loop of N before M's; see iree_bwdconv/mma_order.py):", *map(str, wrong)])
         raise WrongCodeError(stage, said, str(path), command + shown)
+    if overreads:
+        said = "\n".join(["IREE 3.13's CUDA code for these contractions reads past an operand's end, which "
+                          "can kill the process's CUDA context (see iree_bwdconv/mma_padding.py):",
+                          *map(str, overreads)])
+        if widening_failed is not None:
+            said += ("\nWidened to f32 they failed to compile; that IR was saved to "
+                     f"{widening_failed.repro_path}")
+        raise WrongCodeError(stage, said, str(path), command + shown)
     raise PipelineError(stage, proc.stderr, str(path), command)
+
+
+BINARIES_FLAG = "--iree-hal-dump-executable-binaries-to"
+
+
+def _binaries(flags: list[str], ours: Path) -> tuple[Path, list[str]]:
+    """Where iree-compile will write its executables' code (CUDA's PTX, for
+    `mma_padding`), and the flag that asks for it, as `_configurations`."""
+    named = [flag.split("=", 1)[1] for flag in flags if flag.startswith(BINARIES_FLAG + "=")]
+    return (Path(named[-1]), []) if named else (ours, [f"{BINARIES_FLAG}={ours}"])
 
 
 def _configurations(flags: list[str], ours: Path) -> tuple[Path, list[str]]:

@@ -5,13 +5,15 @@ workaround and the record."""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import pytest
 import torch
 
-from iree_bwdconv import iree_faults, pipeline, runtime
+from iree_bwdconv import iree_faults, mma_padding, pipeline, runtime
 from iree_bwdconv.errors import PipelineError
 from iree_bwdconv.iree_faults import FAULTS, Fault
 
@@ -57,6 +59,20 @@ def _refused_by_llvm(fault: Fault, target: str, workarounds: bool) -> bool:
     return False
 
 
+def _overread_configured(fault: Fault, target: str, workarounds: bool) -> bool:
+    """A contraction padded along an operand's outer dim in IREE's
+    configured dispatches of the reproducer: as given, or as `pipeline`
+    compiles it (widened where it finds one)."""
+    if workarounds:
+        _, left = pipeline.judged_compile(fault.reproducer(), target)
+        return any(isinstance(found, mma_padding.Overread) for found in left)
+    with tempfile.TemporaryDirectory() as folder:
+        configured, binaries = Path(folder, "configured"), Path(folder, "binaries")
+        pipeline.iree_compile(fault.reproducer(), target, (f"{pipeline.CONFIGURATIONS_FLAG}={configured}",
+                                                           f"{pipeline.BINARIES_FLAG}={binaries}"), as_given=True)
+        return bool(mma_padding.overreads_in(configured, binaries))
+
+
 # How each fault shows itself on a target: (fault, target, with its
 # workaround) -> whether it is there.
 SHOWS: dict[str, Callable[[Fault, str, bool], bool]] = {
@@ -64,6 +80,7 @@ SHOWS: dict[str, Callable[[Fault, str, bool], bool]] = {
     "unit_window_fold": _refused_for_a_unit_window,
     "cpu_batchless_conv_store": _batchless_store_misplaced,
     "gfx942_f16_dynamic_batch_sum": _refused_by_llvm,
+    "cuda_mma_padding_overread": _overread_configured,
 }
 
 PAIRS = [(fault, target) for fault in FAULTS.values() for target in fault.targets]
