@@ -12,9 +12,10 @@ takes the process's CUDA context with it (an H200, 2026-11-28: a 1x1
 stride-2 f16 layer of 60 channels, ours and upstream alike; the same
 layer with 64 ran). Innermost dims are masked and safe.
 
-`overreads` finds such contractions in IREE's configured executables
-(`--iree-hal-dump-executable-configurations-to`), where IREE's own choice
-of padding is written; `widened` gives the same contractions f32 operands
+`overreads` finds such contractions in what IREE wrote: its configured
+executables (`--iree-hal-dump-executable-configurations-to`), where its
+choice of padding is, and its PTX (`--iree-hal-dump-executable-binaries-to`),
+where the clamp is. `widened` gives the same contractions f32 operands
 in the module handed to iree-compile, which IREE computes without MMA
 intrinsics and so without padding (`pipeline` compiles once more with
 them, and refuses a module whose overreads remain).
@@ -45,7 +46,6 @@ class Overread:
     extents: tuple[int, ...]  # the contraction's loop extents in the dispatch
     tiles: tuple[int, ...]  # IREE's padding: each loop's tile (0: not padded)
     dims: tuple[int, ...]  # the padded dims read as an operand's outer dims
-
     reduction: int = 0  # the product of the reduction loops' extents
 
     @property
@@ -78,7 +78,10 @@ def loop_extents(op: ir.Operation) -> Optional[list[int]]:
 
 
 def reduction_size(op: ir.Operation, extents: Sequence[int]) -> int:
-    """The product of a linalg op's reduction loops' extents."""
+    """The product of a linalg op's reduction loops' extents (0 where the
+    op names no iterator types: a named op, which matches nothing)."""
+    if "iterator_types" not in op.attributes:
+        return 0
     kinds = [str(kind) for kind in ir.ArrayAttr(op.attributes["iterator_types"])]
     return math.prod(extent for extent, kind in zip(extents, kinds) if "reduction" in kind)
 
