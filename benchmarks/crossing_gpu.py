@@ -14,18 +14,17 @@ same weights must be equal bit for bit both ways.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import statistics
 import time
 from collections import defaultdict
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Iterator
 
 import torch
 
+from benchmarks.profile_train_gpu import step_arguments
 from benchmarks.train_gpu import Trainer
 from iree_bwdconv import runtime
 from iree_bwdconv.dynamo import Backend
@@ -82,14 +81,7 @@ def step_times(trainer: Trainer, backend: Backend) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("out", type=Path)
-    parser.add_argument("model", choices=tuple(MODELS))
-    parser.add_argument("batch", type=int)
-    parser.add_argument("image", type=int)
-    parser.add_argument("--amp", choices=tuple(AMP_DTYPES), default="off")
-    parser.add_argument("--cache-dir")
-    args = parser.parse_args()
+    args = step_arguments(__doc__).parse_args()
     torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
     torch.manual_seed(0)
     model = MODELS[args.model]().cuda()

@@ -24,15 +24,22 @@ from iree_bwdconv.training import AMP_DTYPES
 PROFILED_STEPS = 2
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+def step_arguments(description: str) -> argparse.ArgumentParser:
+    """OUT MODEL BATCH IMAGE [--amp] [--cache-dir]: one model's step on the
+    GPU, as this benchmark and `crossing_gpu` take it."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("out", type=Path)
     parser.add_argument("model", choices=tuple(MODELS))
     parser.add_argument("batch", type=int)
     parser.add_argument("image", type=int)
     parser.add_argument("--amp", choices=tuple(AMP_DTYPES), default="off")
-    parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--cache-dir")
+    return parser
+
+
+def main() -> None:
+    parser = step_arguments(__doc__)
+    parser.add_argument("--top", type=int, default=15)
     args = parser.parse_args()
     torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
     torch.manual_seed(0)
