@@ -6,7 +6,7 @@ rule picks (and, for 1x1, the linalg GEMM the kernel replaces), upstream
 (IREE's own torch input) and torch eager; the depthwise layers' data
 gradient also in each form the lowering has, forced.
 
-    ./dev python -m benchmarks.classes_gpu prepare .bench-classes        # here
+    ./dev python -m benchmarks.classes_gpu prepare .bench-classes [PART ...]  # here (layers named with a PART)
     python3 benchmarks/run_on_gpu.py .bench-classes results.json          # there
     ./dev python -m benchmarks.classes_gpu report results.json            # here
 """
@@ -48,10 +48,13 @@ def variants(shape: Shape, mask: tuple[bool, bool, bool]) -> dict[str, tuple[str
     return found
 
 
-def prepare(folder: Path) -> None:
+def prepare(folder: Path, only: tuple[str, ...] = ()) -> None:
+    """Every layer, or those whose name holds one of `only`."""
     folder.mkdir(parents=True, exist_ok=True)
     manifest = []
     for index, shape in enumerate(SHAPES):
+        if only and not any(part in shape.name for part in only):
+            continue
         for mask_name, mask in MASKS:
             for variant, (text, flags) in variants(shape, mask).items():
                 manifest.append(modules.compiled_entry(
@@ -84,4 +87,4 @@ def report(results_path: Path) -> None:
 
 if __name__ == "__main__":
     command, path = sys.argv[1], Path(sys.argv[2])
-    prepare(path) if command == "prepare" else report(path)
+    prepare(path, tuple(sys.argv[3:])) if command == "prepare" else report(path)

@@ -57,7 +57,7 @@ _LAYERS = (
     # The 1x1 kernel's own cases (f16/bf16 for CUDA, input channels a multiple of 8; `kernels.catalog`):
     # padding, padding >= stride, stride per dim, stride 1, the narrow and middle tiles, whole 2 x 2 blocks, pairs, dy rows
     # a multiple of 8 (the a8 variants), 1-D, channels that are not a multiple of the tile's; and input channels it
-    # refuses (12).
+    # reads padded to a multiple of 8.
     _layer("1x1_s3_p1", 4, 128, 96, 31, 1, 3, 1, 1, "auto"),
     _layer("1x1_s2_p2", 4, 128, 64, 15, 1, 2, 2, 1, "auto"),
     _layer("1x1_s21", 8, 128, 128, 29, 1, (2, 1), 0, 1, "auto"),
@@ -83,13 +83,20 @@ _LAYERS = (
     _layer("1x1_s2_pairs_c72_h29", 3, 72, 40, (29, 30), 1, 2, 0, 1, "auto"),  # the middle tile, the last row short
     _layer("1x1_s2_pairs_c96_a8", 2, 96, 64, (30, 31), 1, 2, 0, 1, "auto"),  # the middle tile, 16-byte loads
     _layer("k1_s3_p1_1d", 4, 128, 64, 47, (1,), 3, 1, 1, "auto"),
-    _layer("1x1_s2_c12", 4, 12, 32, 20, 1, 2, 0, 1, "auto"),
+    _layer("1x1_s2_c12", 4, 12, 32, 20, 1, 2, 0, 1, "auto"),  # input channels padded to 16 for the kernel
+    _layer("1x1_s2_c60_k120", 4, 60, 120, 28, 1, 2, 0, 1, "auto"),  # padded to 64: blocks
+    _layer("1x1_s2_c255_k512", 2, 255, 512, 28, 1, 2, 0, 1, "auto"),  # padded to 256: the wide tile
+    _layer("1x1_s2_p1_c36_k72", 3, 36, 72, 29, 1, 2, 1, 1, "auto"),  # padded to 40, zeros between
+    _layer("1x1_s1_c100", 2, 100, 200, 14, 1, 1, 0, 1, "auto"),  # stride 1, padded to 104
+    _layer("k1_s2_c6_1d", 4, 6, 16, 47, (1,), 2, 0, 1, "auto"),  # 1-D, padded to 8
     _layer("3x3_s2_g32", 4, 256, 256, 50, 3, 2, 1, 32, "auto"),
     _layer("3x3_s2_g32_per_phase", 4, 256, 256, 50, 3, 2, 1, 32, "per-phase"),
     _layer("3x3_s2_g4_odd_per_phase", 6, 64, 96, 29, 3, 2, 1, 4, "per-phase"),  # phases of different lengths
     _layer("5x5_s2_g8_per_phase", 8, 64, 64, 28, 5, 2, 2, 8, "per-phase"),
     _layer("dw3x3_s2_per_phase", 8, 64, 64, 56, 3, 2, 1, 64, "per-phase"),
-    _layer("dw3x3_s2", 8, 64, 64, 56, 3, 2, 1, 64, "auto"),
+    _layer("dw3x3_s2", 8, 64, 64, 56, 3, 2, 1, 64, "auto"),  # the direct form: depthwise windows up to 36 taps
+    _layer("dw6x6_s2_p2", 8, 64, 64, 56, 6, 2, 2, 64, "auto"),
+    _layer("dw7x7_s2", 8, 64, 64, 56, 7, 2, 3, 64, "auto"),  # per-phase: 49 taps
     # grouped weight gradients by contraction: in f16/bf16 as they are from
     # 16 channels a group (stride 1; 32 at an odd size), read as f32 below
     _layer("3x3_s1_g4", 8, 64, 64, 28, 3, 1, 1, 4, "auto"),
@@ -184,7 +191,8 @@ _BF16 = ("3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1",
          "1x1_s2_blocks_c64_v4", "1x1_s2_blocks_c72_v2_a8", "1x1_s2_blocks_c80_v4_a2", "1x1_s2_c200", "k1_s3_p1_1d",
          "1x1_s2_pairs_c32", "1x1_s2_pairs_c40_k72", "1x1_s2_pairs_c16_302x301", "1x1_s2_pairs_c32_a2",
          "1x1_s2_pairs_c32_a8", "1x1_s2_pairs_c136", "1x1_s2_pairs_c72_h29", "1x1_s2_pairs_c96_a8",
-         "1x1_s2_c12", "1x1_s1_k279", "1x1_s1_k1344", "k1x2_s2x1_d1x2_g3_n1", "transposed_3x1_s3_h1",
+         "1x1_s2_c12", "1x1_s2_c60_k120", "1x1_s2_c255_k512", "1x1_s2_p1_c36_k72", "1x1_s1_c100", "k1_s2_c6_1d",
+         "dw6x6_s2_p2", "dw7x7_s2", "1x1_s1_k279", "1x1_s1_k1344", "k1x2_s2x1_d1x2_g3_n1", "transposed_3x1_s3_h1",
          "1x1_s1_g4_c128", "1x1_s1_g2_c256_k128")
 # Layers also compiled with a dynamic batch dim (the lowering keeps its
 # linalg forms there: no hand-written kernel, no extern dispatch), by dtype.

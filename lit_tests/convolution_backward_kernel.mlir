@@ -2,7 +2,6 @@
 // RUN: FileCheck --check-prefix=NOTE %s < %t.notes
 // RUN: iree-bwdconv opt --pattern convolution_backward_kernel --target gfx942 --split-input-file %s 2>&1 >/dev/null | FileCheck --check-prefix=GFX942 %s
 // NOTE: convolution_backward_kernel did not match torch.aten.convolution_backward {{.*}}: dtype f32: the kernel is f16/bf16
-// NOTE: convolution_backward_kernel did not match torch.aten.convolution_backward {{.*}}: 12 input channels: the kernel reads the weight 8 channels at a time
 // GFX942: convolution_backward_kernel did not match torch.aten.convolution_backward {{.*}}: the kernel is CUDA PTX; the target is gfx942
 
 // 1x1 stride 2 in f16 for CUDA: grad_input is one call of the kernel, on the
@@ -185,10 +184,19 @@ func.func @grad_input_2d_k1x1_s2_p0_d1_g1_f32(%arg0: !torch.vtensor<[2,16,4,4],f
 
 // -----
 
-// 12 input channels: no kernel (the NOTE above).
+// 12 input channels: the kernel reads the weight 8 channels at a time, so
+// the weight's rows are padded with zeros to 16, the kernel writes a
+// grad_input of 16 channels, and a gather takes its first 12 (a slice
+// would be copied by IREE's slow byte copy).
 // CHECK-LABEL: func.func @grad_input_2d_k1x1_s2_p0_d1_g1_c12_f16
-// CHECK-NOT:     call
-// CHECK:         torch.aten.convolution_backward
+// CHECK:         %[[W:.*]] = tensor.pad %{{.*}} low[0, 0, 0, 0] high[0, 4, 0, 0]
+// CHECK:         } : tensor<16x12x1x1xf16> to tensor<16x16x1x1xf16>
+// CHECK:         %[[INIT:.*]] = tensor.empty() : tensor<2x16x8x8xf16>
+// CHECK:         %[[DX:.*]] = call @iree_bwdconv.kernel.strided_1x1_grad_input(%[[W]], %{{.*}}, %[[INIT]]) {{.*}} -> tensor<2x16x8x8xf16>
+// CHECK:         linalg.generic {{.*}} outs(%{{.*}} : tensor<2x12x8x8xf16>)
+// CHECK:           tensor.extract %[[DX]]
+// CHECK-NOT:     tensor.extract_slice
+// CHECK:         return
 
 func.func @grad_input_2d_k1x1_s2_p0_d1_g1_c12_f16(%arg0: !torch.vtensor<[2,16,4,4],f16>, %arg1: !torch.vtensor<[2,12,8,8],f16>, %arg2: !torch.vtensor<[16,12,1,1],f16>) -> !torch.vtensor<[2,12,8,8],f16> {
   %true = torch.constant.bool true

@@ -22,6 +22,8 @@ stride 2) and a call of a private
 declaration `@iree_bwdconv.kernel.strided_1x1_grad_input(weight,
 grad_output, init) -> grad_input`, its stride and padding as attributes
 of the call; the kernel writes the GEMM's values into `init` in place.
+Input channels off a multiple of 8 are padded to one for the call and
+grad_input cropped back after it.
 Which of the kernel's variants runs follows from the types, stride and
 padding at the link, by the rule that chose `init` here.
 torch-mlir's bindings have no HAL dialect, so `extern_kernels.link` turns
@@ -37,7 +39,8 @@ from torch_mlir import ir
 from torch_mlir.dialects import func, tensor
 from torch_mlir.rewrite import PatternRewriter
 
-from iree_bwdconv import extern_kernels, gradients, replacement
+from iree_bwdconv import extern_kernels, replacement
+from iree_bwdconv import linalg_builders as lb
 from iree_bwdconv.kernels import catalog
 from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.plan import plan as plan_of
@@ -72,8 +75,14 @@ def builder(op: ir.Operation) -> replacement.GradInputBuilder:
 
 def _call(module: ir.Operation, spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
     """The kernel's call; its declaration is the module's first of this
-    function type (`_1`, `_2`... after the first: one name, one type)."""
-    init = _grad_input_init(spec, grad_output)
+    function type (`_1`, `_2`... after the first: one name, one type).
+    Input channels off the kernel's multiple of 8 are padded: the weight's
+    rows with zeros, and grad_input is gathered back from the padded one the
+    kernel writes (a copy of it, against IREE's f16 GEMM widened to f32)."""
+    channels = catalog.padded_channels(spec.in_channels)
+    extra = channels - spec.in_channels
+    weight = lb.pad(weight, [0] * (spec.spatial_rank + 2), [0, extra] + [0] * spec.spatial_rank)
+    init = _grad_input_init(spec, channels, grad_output)
     function_type = ir.FunctionType.get([weight.type, grad_output.type, init.type], [init.type])
     symbols = ir.SymbolTable(module)
     callee, count = extern_kernels.symbol(catalog.KERNEL), 0
@@ -86,19 +95,20 @@ def _call(module: ir.Operation, spec: ConvBackwardSpec, grad_output: ir.Value, w
     call = func.CallOp([init.type], ir.FlatSymbolRefAttr.get(callee), [weight, grad_output, init])
     call.attributes[extern_kernels.STRIDE] = ir.DenseI64ArrayAttr.get(list(spec.stride))
     call.attributes[extern_kernels.PADDING] = ir.DenseI64ArrayAttr.get(list(spec.padding))
-    return call.result
+    return lb.leading_by_gather(call.result, 1, spec.in_channels) if extra else call.result
 
 
-def _grad_input_init(spec: ConvBackwardSpec, grad_output: ir.Value) -> ir.Value:
-    """What the kernel writes grad_input into: zeros where its variant
+def _grad_input_init(spec: ConvBackwardSpec, channels: int, grad_output: ir.Value) -> ir.Value:
+    """What the kernel writes grad_input of `channels` into: zeros where its variant
     (chosen at the link from the same sizes) stores only values into the
     gaps a stride leaves, else an unfilled buffer, as it writes every
     position (at stride 1, or blocks or pairs: `catalog.writes_every_position`),
     with no memset of all grad_input (15 us of the projection layer's 73
     on the H100)."""
-    arguments = catalog.arguments(spec.in_channels, spec.out_channels, spec.input_spatial, spec.output_spatial,
+    arguments = catalog.arguments(channels, spec.out_channels, spec.input_spatial, spec.output_spatial,
                                   spec.stride, spec.padding)
-    if not catalog.writes_every_position(arguments):
-        return gradients.zeros_like_input(spec, grad_output)
+    sizes = [spec.batch, channels, *spec.input_spatial]
     element = ir.RankedTensorType(grad_output.type).element_type
-    return tensor.EmptyOp([spec.batch, spec.in_channels, *spec.input_spatial], element).result
+    if not catalog.writes_every_position(arguments):
+        return lb.zeros(sizes, element)
+    return tensor.EmptyOp(sizes, element).result

@@ -49,7 +49,8 @@ def choose_form(spec, options: LoweringOptions) -> str:
     (3, 8, 1, 2, 0, 1, "per-phase", "per-phase", "per-phase"),  # a 1x1 kernel: one GEMM (weight first in f16)
     (8, 8, 1, 2, 0, 4, "per-phase", "per-phase", "per-phase"),  # grouped 1x1: never the direct form on a GPU
     (8, 8, 3, 2, 1, 4, "per-phase", "per-phase", "direct"),     # grouped (on the CPU group by group)
-    (8, 8, 3, 2, 1, 8, "per-phase", "per-phase", "direct"),     # depthwise
+    (8, 8, 3, 2, 1, 8, "direct", "direct", "direct"),           # depthwise of 9 taps: upstream's form
+    (8, 8, 7, 2, 3, 8, "per-phase", "per-phase", "direct"),     # depthwise of 49 taps: the phases
 ])
 def test_form_per_target(channels, out_channels, kernel, stride, padding, groups, gpu_form, gpu_f32_form, cpu_form,
                          monkeypatch):
@@ -90,7 +91,8 @@ def _contraction_operand_types(mlir: str) -> set[str]:
     (1, 0, 1, "auto", "half", 1),       # per-phase on GPU targets
     (3, 1, 8, "auto", "both", 1),       # grouped per-phase: its 1-tap phase in f32, the others f16/bf16
     (3, 1, 4, "auto", "half", 1),       # 16 channels a group: the 1-tap phase too
-    (3, 1, 64, "auto", "both", 1),      # depthwise: as with 8
+    (3, 1, 64, "per-phase", "both", 1),  # depthwise per-phase: as with 8
+    (3, 1, 64, "auto", "half", 1),      # depthwise of 9 taps: the direct form
     (3, 2, 4, "auto", "half", 2),       # grouped, gcd(s, d) = 2: one live phase of nine taps
 ])
 def test_gpu_half_precision_phases_run_in_f32(dtype, kernel, padding, groups, form, gpu_types, dilation, monkeypatch):

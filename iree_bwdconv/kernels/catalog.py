@@ -89,6 +89,14 @@ class Variant:
     block_positions: int
 
 
+def padded_channels(channels: int) -> int:
+    """Input channels as the kernel reads them: rounded up to
+    `CHANNEL_MULTIPLE`, the weight's rows zero-padded and grad_input cropped
+    back where they are not (the hint Triton's loads of a weight row were
+    built with)."""
+    return -(-channels // CHANNEL_MULTIPLE) * CHANNEL_MULTIPLE
+
+
 def variant_name(dtype: str, row_alignment: int, block_channels: int, form: str = "") -> str:
     return f"{KERNEL}{'_' + form if form else ''}_c{block_channels}_{dtype}_a{row_alignment}"
 

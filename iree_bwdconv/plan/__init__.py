@@ -15,6 +15,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
+from ..kernels import catalog
 from ..options import LoweringOptions
 from ..spec import ConvBackwardSpec
 from . import forward as _forward
@@ -117,6 +118,8 @@ def _grad_input(spec: ConvBackwardSpec, built: ConvBackwardSpec, options: Loweri
         on.update(phase_one_matmul=fields["one_matmul"], phase_weight_first=fields["weight_first"],
                   phase_woven=bool(fields["woven_axes"]), phase_one_table=fields["one_table"],
                   phase_widened=bool(fields["widened_phases"]), gpu_gather_weave=fields["gather_weave"])
+    elif form == "kernel":
+        on["kernel_padded_channels"] = catalog.padded_channels(spec.in_channels) != spec.in_channels
     elif form == "col2im":
         fields["images_first"] = options.on_gpu
         on["col2im_images_first"] = options.on_gpu

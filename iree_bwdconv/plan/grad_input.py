@@ -72,7 +72,10 @@ def kernel_why_not(spec: ConvBackwardSpec, options: LoweringOptions) -> Optional
     ow) and stores it with a stride; no linalg form of it came nearer than
     1.8x-2.4x of IREE's own matmul on the H100, and at stride 1 its linalg
     GEMM ran 1.2x-1.5x slower than the kernel (docs/performance-journal.md, "The
-    strided 1x1 GEMM", "The kernel at stride 1")."""
+    strided 1x1 GEMM", "The kernel at stride 1"). Input channels that are
+    not a multiple of 8 are padded for it (`catalog.padded_channels`): IREE's
+    own f16 GEMM read past them and was widened to f32, 3.7x-14x slower than
+    upstream's (1x1 s2 n32 c252 k504 56x56 on the H200: 5.6 ms against 0.68)."""
     if options.target != "cuda":
         return f"the kernel is CUDA PTX; the target is {options.target}"
     if not options.extern_kernels:
@@ -93,9 +96,8 @@ def kernel_why_not(spec: ConvBackwardSpec, options: LoweringOptions) -> Optional
         return "dynamic batch: the kernel's dispatch is built for static shapes"
     if spec.batch > catalog.MAX_IMAGES:
         return f"batch {spec.batch}: the kernel runs an image per workgroup row, at most {catalog.MAX_IMAGES}"
-    if spec.in_channels % catalog.CHANNEL_MULTIPLE:
-        return f"{spec.in_channels} input channels: the kernel reads the weight 8 channels at a time"
-    per_image = max(spec.in_channels * math.prod(spec.input_spatial), spec.out_channels * math.prod(spec.output_spatial))
+    channels = catalog.padded_channels(spec.in_channels)
+    per_image = max(channels * math.prod(spec.input_spatial), spec.out_channels * math.prod(spec.output_spatial))
     if per_image > catalog.MAX_IMAGE_ELEMENTS:
         return f"{per_image} elements an image: the kernel's offsets are 32-bit"
     return None
@@ -120,8 +122,10 @@ def strided_form(spec: ConvBackwardSpec, options: LoweringOptions, tuning: Tunin
     `tuning.narrow_channels` input channels: per-phase, faster than col2im
     on 16 of 23 such layers on the H100, level (within 3%) on 4, slower on
     3 (by 1.10x-1.32x); with fewer, col2im (per-phase 2x-3.5x slower).
-    Grouped kernels larger than 1x1: per-phase (g32 3x3 5.4 ms against the
-    direct form's 7.3 and upstream's 9.4). In f32, ungrouped kernels larger
+    Depthwise kernels of at most `tuning.depthwise_direct_max_taps` taps:
+    the direct form (`depthwise_direct`). Other grouped kernels larger than
+    1x1: per-phase (g32 3x3 5.4 ms against the direct form's 7.3 and
+    upstream's 9.4). In f32, ungrouped kernels larger
     than 1x1 take col2im, 1.4x-10x faster than per-phase (i2v: 2.9 ms
     against 28.5). In the plain forms (the second try of a compile that
     failed) kernels wider than 1x1 take the direct form, which compiled
@@ -145,6 +149,8 @@ def strided_form(spec: ConvBackwardSpec, options: LoweringOptions, tuning: Tunin
             return "per-phase", "gpu_one_tap_per_phase"
         if options.plain_forms:
             return "direct", "gpu_plain_direct"
+        if depthwise_direct(spec, tuning):
+            return "direct", "gpu_depthwise_direct"
         if spec.groups > 1:
             return "per-phase", "gpu_grouped_per_phase"
         if targets.f32_on_gpu(options.target, spec.dtype):
@@ -155,6 +161,23 @@ def strided_form(spec: ConvBackwardSpec, options: LoweringOptions, tuning: Tunin
     if one_tap:
         return "per-phase", "cpu_one_tap_per_phase"
     return ("col2im", "cpu_col2im") if spec.groups == 1 else ("direct", "cpu_grouped_direct")
+
+
+def depthwise_direct(spec: ConvBackwardSpec, tuning: Tuning) -> bool:
+    """A depthwise layer (one channel a group each way) whose window has at
+    most `tuning.depthwise_direct_max_taps` taps, on a GPU target: the
+    direct form, upstream's convolution over grad_output with zeros
+    inserted. IREE 3.13's CUDA code for a depthwise convolution costs the
+    same per output from 4 to 36 taps (H200, f16, n32 c144 56x56 at stride
+    2: 274 us for 4x4 and 5x5 windows over all of grad_input, 70 us for each
+    2x2 or 3x3 phase over a quarter of it), so the phases save nothing and
+    their weave (36 us) is the 0.87x-0.92x of upstream's speed that
+    per-phase ran at with 16-36 taps; the direct form ran level with
+    upstream (0.97x-1.06x) at 9-36 taps. At 49 taps (7x7) the direct form
+    took 1.2x-1.3x per-phase's time (0.60 ms against 0.49): wider windows
+    keep per-phase."""
+    depthwise = spec.groups > 1 and spec.in_channels_per_group == spec.out_channels_per_group == 1
+    return depthwise and math.prod(spec.kernel) <= tuning.depthwise_direct_max_taps
 
 
 def form(spec: ConvBackwardSpec, options: LoweringOptions, tuning: Tuning) -> tuple[str, str]:

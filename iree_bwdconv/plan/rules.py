@@ -29,6 +29,9 @@ RULES: dict[str, Rule] = {
                                  "copied, positions' loops first", f"opdsl order 62%-100% off in f16 ({_H})"),
     "cuda_kernel": Rule("grad_input", "cuda", "ungrouped 1x1 f16/bf16, 1-D/2-D, static batch: our CUDA kernel",
                         f"linalg's best 1.8x-2.4x IREE's matmul strided, 1.2x-1.5x slower at stride 1 ({_H})"),
+    "kernel_padded_channels": Rule("grad_input", "cuda", "input channels off a multiple of 8: padded to one for "
+                                   "our kernel, grad_input cropped back", "IREE's f16 GEMM read past them: "
+                                   "widened, c252 k504 5.6 ms against upstream's 0.68 (H200)"),
     "unit_stride_direct": Rule("grad_input", "all", "stride 1: the direct form, a stride-1 convolution",
                                "no inserted zeros to avoid"),
     "forced": Rule("grad_input", "all", "the form IREE_BWDCONV_GRAD_INPUT_FORM forces", "for measuring"),
@@ -38,6 +41,9 @@ RULES: dict[str, Rule] = {
                                   "ungrouped)", f"1.8x-4.1x faster than col2im's matmul; right in f16 ({_H})"),
     "gpu_plain_direct": Rule("grad_input", "gpu", "plain forms (second try after a failed compile): direct",
                              "compiled where per-phase did not"),
+    "gpu_depthwise_direct": Rule("grad_input", "gpu", "depthwise, at most 36 taps: direct (upstream's form)",
+                                 "IREE's depthwise code costs the same per output from 4 to 36 taps; "
+                                 "per-phase's weave made it 0.87x-0.92x of upstream (H200)"),
     "gpu_grouped_per_phase": Rule("grad_input", "gpu", "grouped, larger than 1x1: per-phase",
                                   f"g32 3x3: 5.4 ms against direct 7.3, upstream 9.4 ({_H})"),
     "gpu_f32_col2im": Rule("grad_input", "gpu", "f32, ungrouped, larger than 1x1: col2im",

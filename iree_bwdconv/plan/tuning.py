@@ -24,6 +24,11 @@ class Tuning:
     # GPU per-phase: one tap table for every phase for kernels narrower than
     # this in every dim (and whose table decodes by shifts).
     one_table_kernel: int = 5
+    # GPU targets: a depthwise layer (one channel a group each way) takes the
+    # direct form up to this many taps in its window. IREE's depthwise code
+    # on the H200 cost the same per output from 9 to 36 taps and 1.4x more at
+    # 49; per-phase saves only taps and adds a weave of grad_input.
+    depthwise_direct_max_taps: int = 36
     # Channels a group (both counts) from which a convolution whose window
     # slides along no dim keeps f16/bf16 on GPU targets: IREE's MMA tile.
     mma_channel_multiple: int = 16
