@@ -132,9 +132,25 @@ CUDA_MMA_PADDING_OVERREAD = Fault(
                "the module compiled again; a module left with one is refused",
 )
 
+CUDA_STRIDED_INSERT_MMA_FUSION = Fault(
+    name="cuda_strided_insert_mma_fusion",
+    targets=("cuda",),
+    dtypes=("f16", "bf16"),
+    seen_in=("3.13.0",),
+    symptom=(
+        "iree-compile for CUDA fails (\"LLVM Translation failed for operation: "
+        "builtin.unrealized_conversion_cast\") where the rounded result of an f16/bf16 contraction is "
+        "inserted into zeros with a stride along exactly one dim: IREE fuses the insert into the MMA "
+        "dispatch. The lone stride phase of a 1-D or singly strided grad_input met it; gfx942 compiled "
+        "it, and so did CUDA with two strided dims."
+    ),
+    workaround="the phase's result woven with zeros by an elementwise op and collapsed, not inserted with a "
+               "stride (the plan's rule phase_woven)",
+)
+
 FAULTS: dict[str, Fault] = {fault.name: fault for fault in (MULTI_USE_FUSION_PARTIAL_WRITE, UNIT_WINDOW_FOLD,
                                                             CPU_BATCHLESS_CONV_STORE, GFX942_F16_DYNAMIC_BATCH_SUM,
-                                                            CUDA_MMA_PADDING_OVERREAD)}
+                                                            CUDA_MMA_PADDING_OVERREAD, CUDA_STRIDED_INSERT_MMA_FUSION)}
 
 
 def seen_on(fault: Fault, target: str) -> bool:

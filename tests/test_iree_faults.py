@@ -59,6 +59,20 @@ def _refused_by_llvm(fault: Fault, target: str, workarounds: bool) -> bool:
     return False
 
 
+def _refused_saying(message: str) -> Callable[[Fault, str, bool], bool]:
+    """iree-compile's failure with `message` on the reproducer, or (with the
+    workaround) on the form the workaround builds instead."""
+    def refused(fault: Fault, target: str, workarounds: bool) -> bool:
+        try:
+            pipeline.iree_compile(fault.avoided() if workarounds else fault.reproducer(), target, as_given=True)
+        except PipelineError as error:
+            assert message in error.diagnostics, error.diagnostics[-2000:]
+            return True
+        return False
+
+    return refused
+
+
 def _overread_configured(fault: Fault, target: str, workarounds: bool) -> bool:
     """A contraction padded along an operand's outer dim in IREE's
     configured dispatches of the reproducer: as given, or as `pipeline`
@@ -81,6 +95,8 @@ SHOWS: dict[str, Callable[[Fault, str, bool], bool]] = {
     "cpu_batchless_conv_store": _batchless_store_misplaced,
     "gfx942_f16_dynamic_batch_sum": _refused_by_llvm,
     "cuda_mma_padding_overread": _overread_configured,
+    "cuda_strided_insert_mma_fusion": _refused_saying("LLVM Translation failed for operation: "
+                                                      "builtin.unrealized_conversion_cast"),
 }
 
 PAIRS = [(fault, target) for fault in FAULTS.values() for target in fault.targets]

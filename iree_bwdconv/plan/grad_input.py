@@ -265,9 +265,8 @@ def woven_axes(spec: ConvBackwardSpec, counts: list[int], half: bool, options: L
     f16/bf16 operands (`half`), that are woven with zeros instead of
     stepped along by its strided insert (dims of more than one row and a
     stride). IREE 3.13 failed to compile that insert fused into an f16/bf16
-    MMA dispatch where one dim is strided ("LLVM Translation failed for
-    operation: builtin.unrealized_conversion_cast"; two strided dims
-    compiled), and the weight-first GEMM on gfx942 with a dynamic batch
+    MMA dispatch for CUDA where one dim is strided (IREE fault
+    `cuda_strided_insert_mma_fusion`; two strided dims compiled), and the weight-first GEMM on gfx942 with a dynamic batch
     where two are ("LLVM ERROR: Cannot select: f32 = Constant<-1>")."""
     if options.target == "cpu" or not half:
         return ()

@@ -72,7 +72,8 @@ RULES: dict[str, Rule] = {
     "phase_weight_first": Rule("grad_input", "gpu", "ungrouped 1x1 in f16/bf16: weight-first GEMM",
                                f"the convolution-shaped one was wrong in f16 ({_H})"),
     "phase_woven": Rule("grad_input", "gpu", "lone f16/bf16 phase strided along one dim: woven with zeros, "
-                        "not a strided insert", "IREE failed to compile the fused strided insert"),
+                        "not a strided insert", "IREE fault cuda_strided_insert_mma_fusion: the fused insert "
+                        "failed to compile"),
     "phase_one_table": Rule("grad_input", "gpu", "kernels under 5 wide whose table decodes by shifts: one tap "
                             "table for every phase", "a gather per phase was a dispatch each"),
     "phase_widened": Rule("grad_input", "gpu", "grouped 1-tap phases off the MMA tile: f32",
