@@ -148,9 +148,25 @@ CUDA_STRIDED_INSERT_MMA_FUSION = Fault(
                "stride (the plan's rule phase_woven)",
 )
 
+CUDA_GATHER_DIVISION_UMUL_LOHI = Fault(
+    name="cuda_gather_division_umul_lohi",
+    targets=("cuda",),
+    dtypes=("f32", "f16", "bf16"),
+    seen_in=("3.13.0",),
+    symptom=(
+        "iree-compile for CUDA aborts in LLVM's NVPTX instruction selection (\"LLVM ERROR: Cannot select: "
+        "v2i16,v2i16 = umul_lohi\") on a gather whose flat index is decoded by dividing by sizes that "
+        "are not powers of two (one tap table for every stride phase of a 3x3 kernel at stride (1, 2): "
+        "3 taps along the unstrided dim). gfx942 compiled it."
+    ),
+    workaround="one tap table for every phase only where each size it decodes by is a power of two, else a "
+               "table per phase indexed by its own dims (the plan's rule phase_one_table, `decodes_by_shifts`)",
+)
+
 FAULTS: dict[str, Fault] = {fault.name: fault for fault in (MULTI_USE_FUSION_PARTIAL_WRITE, UNIT_WINDOW_FOLD,
                                                             CPU_BATCHLESS_CONV_STORE, GFX942_F16_DYNAMIC_BATCH_SUM,
-                                                            CUDA_MMA_PADDING_OVERREAD, CUDA_STRIDED_INSERT_MMA_FUSION)}
+                                                            CUDA_MMA_PADDING_OVERREAD, CUDA_STRIDED_INSERT_MMA_FUSION,
+                                                            CUDA_GATHER_DIVISION_UMUL_LOHI)}
 
 
 def seen_on(fault: Fault, target: str) -> bool:

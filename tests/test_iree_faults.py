@@ -97,6 +97,7 @@ SHOWS: dict[str, Callable[[Fault, str, bool], bool]] = {
     "cuda_mma_padding_overread": _overread_configured,
     "cuda_strided_insert_mma_fusion": _refused_saying("LLVM Translation failed for operation: "
                                                       "builtin.unrealized_conversion_cast"),
+    "cuda_gather_division_umul_lohi": _refused_saying("Cannot select: "),
 }
 
 PAIRS = [(fault, target) for fault in FAULTS.values() for target in fault.targets]

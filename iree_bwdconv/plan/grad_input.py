@@ -288,8 +288,8 @@ def decoded_sizes(spec: ConvBackwardSpec, live: list[Phases]) -> list[int]:
 def decodes_by_shifts(spec: ConvBackwardSpec, live: list[Phases]) -> bool:
     """Whether every size that table decodes by is a power of two. Dividing
     by others, IREE 3.13's CUDA code for the gather failed to compile on
-    layers with a stride-1 dim beside a strided one: "LLVM ERROR: Cannot
-    select: v2i16,v2i16 = umul_lohi". A table per phase has no division and
+    layers with a stride-1 dim beside a strided one (IREE fault
+    `cuda_gather_division_umul_lohi`). A table per phase has no division and
     compiled on every one of them (docs/performance-journal.md, "Random layers
     compiled for GPUs")."""
     return all(size & (size - 1) == 0 for size in decoded_sizes(spec, live))
