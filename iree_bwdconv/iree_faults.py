@@ -146,6 +146,7 @@ CUDA_STRIDED_INSERT_MMA_FUSION = Fault(
     ),
     workaround="the phase's result woven with zeros by an elementwise op and collapsed, not inserted with a "
                "stride (the plan's rule phase_woven)",
+    rule="phase_woven",
 )
 
 CUDA_GATHER_DIVISION_UMUL_LOHI = Fault(
@@ -160,13 +161,32 @@ CUDA_GATHER_DIVISION_UMUL_LOHI = Fault(
         "3 taps along the unstrided dim). gfx942 compiled it."
     ),
     workaround="one tap table for every phase only where each size it decodes by is a power of two, else a "
-               "table per phase indexed by its own dims (the plan's rule phase_one_table, `decodes_by_shifts`)",
+               "table per phase indexed by its own dims (the plan's rule phase_tables_each)",
+    rule="phase_tables_each",
+)
+
+CUDA_MMA_LOOP_ORDER = Fault(
+    name="cuda_mma_loop_order",
+    targets=("cuda",),
+    dtypes=("f16", "bf16"),
+    seen_in=("3.13.0",),
+    symptom=(
+        "IREE's CUDA code for an f16/bf16 contraction on its MMA intrinsics returns wrong numbers (112%-186% "
+        "of the largest value off on an H100) where the dispatch's loops put the innermost dim of the "
+        "second operand's rows (N) before the first operand's (M); the same contraction in (batch, M, N, "
+        "K) order is right, whatever the layouts. IREE keeps a generic's loop order, after folding unit "
+        "dims, into the dispatch."
+    ),
+    workaround="`mma_order` reads each CUDA module's configured dispatches and `pipeline` refuses one that "
+               "holds such a contraction, so the GPU forms fall back to the plain forms; the plan's forms put "
+               "M before N (phase_weight_first, half_one_wide_weight_im2col, windowless_half_forward, "
+               "half_in_f32)",
 )
 
 FAULTS: dict[str, Fault] = {fault.name: fault for fault in (MULTI_USE_FUSION_PARTIAL_WRITE, UNIT_WINDOW_FOLD,
                                                             CPU_BATCHLESS_CONV_STORE, GFX942_F16_DYNAMIC_BATCH_SUM,
                                                             CUDA_MMA_PADDING_OVERREAD, CUDA_STRIDED_INSERT_MMA_FUSION,
-                                                            CUDA_GATHER_DIVISION_UMUL_LOHI)}
+                                                            CUDA_GATHER_DIVISION_UMUL_LOHI, CUDA_MMA_LOOP_ORDER)}
 
 
 def seen_on(fault: Fault, target: str) -> bool:

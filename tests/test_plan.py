@@ -57,6 +57,8 @@ BACKWARD = [
     ("cuda_3x3_s2_f16", "cuda", _layer(64, 64, (28, 28), (3, 3), 2, 1, dtype=F16), {},
      {"grad_input.form": "per-phase", "grad_input.one_table": True, "grad_input.gather_weave": True,
       "grad_input.in_f32": False}, {"gpu_per_phase", "phase_one_table", "gpu_gather_weave"}),
+    ("cuda_3x3_s1x2_f16", "cuda", _layer(64, 64, (28, 28), (3, 3), (1, 2), 1, dtype=F16), {},
+     {"grad_input.form": "per-phase", "grad_input.one_table": False}, {"gpu_per_phase", "phase_tables_each"}),
     ("cuda_5x5_s2_f16", "cuda", _layer(64, 64, (28, 28), (5, 5), 2, 2, dtype=F16), {},
      {"grad_input.form": "per-phase", "grad_input.one_table": False}, {"gpu_per_phase"}),
     ("cuda_stem_f16", "cuda", _layer(3, 64, (64, 64), (7, 7), 2, 3, dtype=F16), {},

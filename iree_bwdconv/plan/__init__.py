@@ -115,6 +115,7 @@ def _grad_input(spec: ConvBackwardSpec, built: ConvBackwardSpec, options: Loweri
             on["windowless_widened"] = fields["widened_windowless"]
     elif form == "per-phase":
         fields.update(_per_phase(built, in_f32, options, tuning))
+        on["phase_tables_each"] = gi.phase_tables_each(built, gi.live_phases(built)[0], options, tuning)
         on.update(phase_one_matmul=fields["one_matmul"], phase_weight_first=fields["weight_first"],
                   phase_woven=bool(fields["woven_axes"]), phase_one_table=fields["one_table"],
                   phase_widened=bool(fields["widened_phases"]), gpu_gather_weave=fields["gather_weave"])

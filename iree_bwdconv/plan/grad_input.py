@@ -303,6 +303,14 @@ def phase_one_table(spec: ConvBackwardSpec, live: list[Phases], options: Lowerin
     return options.on_gpu and max(spec.kernel) < tuning.one_table_kernel and decodes_by_shifts(spec, live)
 
 
+def phase_tables_each(spec: ConvBackwardSpec, live: list[Phases], options: LoweringOptions, tuning: Tuning) -> bool:
+    """GPU per-phase whose phases would share one tap table (`phase_one_table`)
+    but for a size it decodes by that is not a power of two: a table per
+    phase, as IREE fault `cuda_gather_division_umul_lohi` asks."""
+    narrow = options.on_gpu and len(live) > 1 and max(spec.kernel) < tuning.one_table_kernel
+    return narrow and not decodes_by_shifts(spec, live)
+
+
 def narrow_groups_on_gfx942(spec: ConvBackwardSpec, options: LoweringOptions, tuning: Tuning) -> bool:
     """Grouped layers with fewer than 16 input channels a group and 32 or
     more output channels a group, whose f16/bf16 phase convolutions IREE

@@ -76,6 +76,9 @@ RULES: dict[str, Rule] = {
                         "failed to compile"),
     "phase_one_table": Rule("grad_input", "gpu", "kernels under 5 wide whose table decodes by shifts: one tap "
                             "table for every phase", "a gather per phase was a dispatch each"),
+    "phase_tables_each": Rule("grad_input", "gpu", "kernels under 5 wide whose one table would divide by other "
+                              "sizes: a tap table per phase", "IREE fault cuda_gather_division_umul_lohi: the "
+                              "one table's divisions did not compile for CUDA"),
     "phase_widened": Rule("grad_input", "gpu", "grouped 1-tap phases off the MMA tile: f32",
                           f"f16 did not finish ({_H})"),
     "gpu_gather_weave": Rule("grad_input", "gpu", "per-phase woven by a gather", f"the grid weave, reading every phase, "
