@@ -1,6 +1,6 @@
 """Whole graphs through torch.compile with our backend, compared with eager
 PyTorch in float64 (`graphs`): the random networks of `networks` (their
-count set by IREE_BWDCONV_NETWORKS, CI: 160; their seed by
+count set by IREE_BWDCONV_NETWORKS, CI: 128; their seed by
 IREE_BWDCONV_NETWORK_SEED, CI: `networks.SEED`), and the graphs that once
 came out wrong.
 """
@@ -22,7 +22,7 @@ from iree_bwdconv.graph_compiler import import_graph, split_outputs
 from . import networks
 from .graphs import assert_as_accurate_as_eager, recorded_graphs, run
 
-COUNT = int(os.environ.get("IREE_BWDCONV_NETWORKS", "160"))
+COUNT = int(os.environ.get("IREE_BWDCONV_NETWORKS", "128"))
 SEED = int(os.environ.get("IREE_BWDCONV_NETWORK_SEED", networks.SEED))
 NETWORKS = networks.networks(COUNT, SEED)
 # Networks compiled together: each test's forward and backward graphs hold
