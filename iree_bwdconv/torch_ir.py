@@ -116,12 +116,24 @@ def result_type(op: ir.Operation, index: int) -> Optional[ir.Type]:
     return None if str(type_) == "!torch.none" else type_
 
 
+def transposed_input_padding(spec: ConvBackwardSpec, op: ir.Operation) -> list[int]:
+    """The zero rows after a transposed convolution's input, per spatial
+    dim, that make it `read_transposed_convolution`'s grad_output."""
+    x_shape, _ = vtensor_shape_and_dtype(op.operands[0].type)
+    return [rows - size for rows, size in zip(spec.grad_output_shape[2:], x_shape[2:])]
+
+
 def read_transposed_convolution(op: ir.Operation) -> ConvBackwardSpec:
     """The spec of the convolution_backward whose grad_input a transposed
     `aten.convolution` computes: the strided convolution it transposes,
     from its output's shape (input) to its input's (grad_output), with its
     weight as it is ([C_in, C_out/G, *K] is that convolution's [F, C/G, *K]).
-    PatternMismatch or InvalidArgumentError where it is not one."""
+    An output_padding of a stride or more (allowed below the dilation)
+    makes the output longer than that convolution's input would be for the
+    given input: its grad_output then has `output_padding // stride` more
+    rows at the end, zeros that the caller pads the input with
+    (`transposed_input_padding`). PatternMismatch or InvalidArgumentError
+    where it is not one."""
     input_, weight, _, stride, padding, dilation, transposed, output_padding, groups = op.operands
     if not constant_bool(transposed, "transposed"):
         raise PatternMismatch("transposed=False: not a transposed convolution")
@@ -134,11 +146,9 @@ def read_transposed_convolution(op: ir.Operation) -> ConvBackwardSpec:
     extra = constant_list(output_padding, "output_padding", constant_int)
     if any(size is None for size in (*x_shape[1:], *y_shape[1:])):
         raise PatternMismatch("dynamic channel or spatial sizes")
-    if any(e >= s for e, s in zip(extra, steps)):
-        raise PatternMismatch(f"output_padding {extra} reaches a stride {steps}: not the data gradient of one "
-                              "convolution")
+    rows = [size + e // s for size, e, s in zip(x_shape[2:], extra, steps)]
     return make_spec(
-        grad_output_shape=x_shape,
+        grad_output_shape=(*x_shape[:2], *rows),
         input_shape=(x_shape[0], *y_shape[1:]),
         weight_shape=w_shape,
         dtypes={"grad_output": _TORCH_DTYPES.get(x_dtype, x_dtype), "input": _TORCH_DTYPES.get(x_dtype, x_dtype),

@@ -10,8 +10,10 @@ its weight as it is (`torch_ir.read_transposed_convolution`): the plan
 picks its form as it would that gradient's (stride phases, col2im, a 1x1
 kernel's GEMM, our CUDA kernel), so decoders and generators multiply no
 zero where the strided data gradients multiply none. At stride 1 there
-are no zeros to avoid, and torch-mlir's lowering keeps it. The bias is
-added in f32 to the form's result, which is rounded once more.
+are no zeros to avoid, and torch-mlir's lowering keeps it. An
+output_padding of a stride or more (below the dilation) adds zero rows
+after the input, as many as it holds strides. The bias is added in f32 to
+the form's result, which is rounded once more.
 """
 
 from __future__ import annotations
@@ -52,7 +54,9 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter, *, options: LoweringOpt
             build = convolution_backward.grad_input_direct
         else:
             build = convolution_backward_phases.builder(plan)
-        out = replacement.grad_input_of(plan, build, torch_ir.to_builtin(input_), torch_ir.to_builtin(weight))
+        extra = torch_ir.transposed_input_padding(spec, op)
+        dy = lb.pad(torch_ir.to_builtin(input_), [0] * len(spec.grad_output_shape), [0, 0, *extra])
+        out = replacement.grad_input_of(plan, build, dy, torch_ir.to_builtin(weight))
         if not torch_ir.is_none(bias):
             widened = lb.convert(out, lb.element_type(gradients.ACCUMULATOR))
             out = lb.convert(add_bias(widened, torch_ir.to_builtin(bias)), lb.element_type(spec.dtype))

@@ -28,6 +28,9 @@ CASES = [
     ("2d_k3_s2_d2", 4, 4, (5, 5), 3, 2, 2, 1, 2, 1, "f32"),
     ("2d_k4_s2_p1_f16", 16, 8, (6, 6), 4, 2, 1, 0, 1, 1, "f16"),
     ("2d_k3_s2_p1_bf16_g4", 16, 16, (5, 5), 3, 2, 1, 1, 1, 4, "bf16"),
+    # output_padding of a stride or more, below the dilation: zero rows after the input
+    ("2d_k3_s2_p1_d3_op2", 4, 6, (5, 4), 3, 2, 1, 2, 3, 1, "f32"),
+    ("1d_k2_s2_d5_op4_g2", 4, 6, (6,), 2, 2, 0, 4, 5, 2, "f32"),
 ]
 
 
@@ -50,11 +53,14 @@ def test_matches_eager_float64(case):
     mlir = lowering.lower(conv, x, target="cpu")
     assert "torch.aten.convolution" not in mlir
     (got,) = runtime.run(pipeline.iree_compile(mlir, "cpu"), [x])
-    # y is grad_input of the convolution it transposes, with x as grad_output: the oracle's bound for it.
+    # y is grad_input of the convolution it transposes, with x as grad_output (and zero rows after it where
+    # output_padding holds whole strides): the oracle's bound for it.
     y_zeros = torch.zeros(tuple(got.shape), dtype=x.dtype)
     arguments = (None, list(conv.stride), list(conv.padding), list(conv.dilation), False, [0] * (x.dim() - 2),
                  conv.groups, [True, False, False])
-    (comparison,) = reference.compare([got, None, None], x, y_zeros, conv.weight.detach(), arguments)
+    rows = [op // s for op, s in zip(conv.output_padding, conv.stride)]
+    dy = torch.nn.functional.pad(x, [amount for e in reversed(rows) for amount in (0, e)])
+    (comparison,) = reference.compare([got, None, None], dy, y_zeros, conv.weight.detach(), arguments)
     assert comparison.ok, comparison
     eager = conv(x)
     assert got.shape == eager.shape and got.dtype == eager.dtype
