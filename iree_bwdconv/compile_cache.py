@@ -35,7 +35,7 @@ import tempfile
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +47,13 @@ _STALE_S = 3600  # a temporary file this old has no live writer
 _STACK = ("torch", "torch-mlir", "iree-base-compiler", "iree-base-runtime", "iree-bwdconv")
 
 
-def default_dir() -> Path:
-    configured = os.environ.get(CACHE_DIR_VARIABLE)
+def default_dir(environ: Mapping[str, str]) -> Path:
+    """The cache folder an environment names ($IREE_BWDCONV_CACHE_DIR, else
+    iree-bwdconv under $XDG_CACHE_HOME or ~/.cache); read at the edges."""
+    configured = environ.get(CACHE_DIR_VARIABLE)
     if configured:
         return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    base = environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "iree-bwdconv"
 
 
@@ -107,8 +109,8 @@ def _digest(key: str, payload: bytes) -> str:
 
 
 class CompileCache:
-    def __init__(self, directory: Optional[os.PathLike] = None) -> None:
-        self.directory = Path(directory) if directory is not None else default_dir()
+    def __init__(self, directory: os.PathLike) -> None:
+        self.directory = Path(directory)
         self.hits = 0
         self.misses = 0
         self.corrupt = 0

@@ -26,7 +26,7 @@ import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
 
-from . import lowering, openmp, pipeline
+from . import compile_cache, lowering, openmp, pipeline
 from . import options as lowering_options
 from .compile_cache import CompileCache
 from .errors import BwdConvError, InvalidArgumentError, PipelineError
@@ -87,7 +87,8 @@ class Backend:
     device: "cpu" (llvm-cpu, local-task; the default), "cuda" or "hip".
     target: iree-compile target, "cpu", "cuda" (sm_80) or "gfx942"; defaults from device.
     fallback: "eager" runs a graph we cannot lower eagerly (logged); "raise" raises.
-    cache_dir: where compiled modules are kept (compile_cache.default_dir() if None);
+    cache_dir: where compiled modules are kept ($IREE_BWDCONV_CACHE_DIR, else
+    ~/.cache/iree-bwdconv, if None: `compile_cache.default_dir`);
     cache=False compiles every graph afresh.
     isolate: run torch-mlir's pass pipelines in a worker process (`isolation`),
     so that a graph that crashes them falls back instead of ending this one.
@@ -133,7 +134,7 @@ class Backend:
         self._compiles = threading.BoundedSemaphore(parallel_compiles) if self.parallel_compiles > 1 else None
         if device == "cpu":
             _advise_on_threads()
-        self.cache = CompileCache(cache_dir) if cache else None
+        self.cache = CompileCache(cache_dir or compile_cache.default_dir(os.environ)) if cache else None
         self.stats = CompileStats()
         self.__name__ = "iree_bwdconv"  # dynamo names backends in its logs
         self._aot = aot_autograd(
