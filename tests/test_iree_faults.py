@@ -48,17 +48,6 @@ def _batchless_store_misplaced(fault: Fault, target: str, workarounds: bool) -> 
     return (got.double() - expected).abs().max().item() > 0.5 * expected.abs().max().item()
 
 
-def _refused_by_llvm(fault: Fault, target: str, workarounds: bool) -> bool:
-    """iree-compile's abort in LLVM's instruction selection, on the
-    reproducer or (with the workaround) the form the plan's rule picks."""
-    try:
-        pipeline.iree_compile(fault.avoided() if workarounds else fault.reproducer(), target, as_given=True)
-    except PipelineError as error:
-        assert "Cannot select: " in error.diagnostics, error.diagnostics[-2000:]
-        return True
-    return False
-
-
 def _refused_saying(message: str) -> Callable[[Fault, str, bool], bool]:
     """iree-compile's failure with `message` on the reproducer, or (with the
     workaround) on the form the workaround builds instead."""
@@ -111,7 +100,7 @@ SHOWS: dict[str, Callable[[Fault, str, bool], bool]] = {
     "multi_use_fusion_partial_write": _partial_write_in_flow,
     "unit_window_fold": _refused_for_a_unit_window,
     "cpu_batchless_conv_store": _batchless_store_misplaced,
-    "gfx942_f16_dynamic_batch_sum": _refused_by_llvm,
+    "gfx942_f16_dynamic_batch_sum": _refused_saying("Cannot select: "),
     "cuda_mma_padding_overread": _overread_configured,
     "cuda_strided_insert_mma_fusion": _refused_saying("LLVM Translation failed for operation: "
                                                       "builtin.unrealized_conversion_cast"),
