@@ -114,8 +114,9 @@ def _grad_input(spec: ConvBackwardSpec, built: ConvBackwardSpec, options: Loweri
             fields["widened_windowless"] = gi.direct_widened(built, options, tuning)
             on["windowless_widened"] = fields["widened_windowless"]
     elif form == "per-phase":
-        fields.update(_per_phase(built, in_f32, options, tuning))
-        on["phase_tables_each"] = gi.phase_tables_each(built, gi.live_phases(built)[0], options, tuning)
+        live = gi.live_phases(built)[0]
+        fields.update(_per_phase(built, live, in_f32, options, tuning))
+        on["phase_tables_each"] = len(live) > 1 and gi.phase_tables_each(built, live, options, tuning)
         on.update(phase_one_matmul=fields["one_matmul"], phase_weight_first=fields["weight_first"],
                   phase_woven=bool(fields["woven_axes"]), phase_one_table=fields["one_table"],
                   phase_widened=bool(fields["widened_phases"]), gpu_gather_weave=fields["gather_weave"])
@@ -128,8 +129,8 @@ def _grad_input(spec: ConvBackwardSpec, built: ConvBackwardSpec, options: Loweri
     return GradInputPlan(**fields)
 
 
-def _per_phase(spec: ConvBackwardSpec, in_f32: bool, options: LoweringOptions, tuning: Tuning) -> dict:
-    live, _ = gi.live_phases(spec)
+def _per_phase(spec: ConvBackwardSpec, live: list[gi.Phases], in_f32: bool, options: LoweringOptions,
+               tuning: Tuning) -> dict:
     one_matmul = gi.phase_one_matmul(spec, options)
     fields = {"one_matmul": one_matmul, "weight_first": False, "one_tap_gemm": options.on_gpu and spec.groups == 1,
               "woven_axes": (), "one_table": False, "widened_phases": frozenset(), "gather_weave": options.on_gpu}

@@ -266,8 +266,9 @@ def woven_axes(spec: ConvBackwardSpec, counts: list[int], half: bool, options: L
     stepped along by its strided insert (dims of more than one row and a
     stride). IREE 3.13 failed to compile that insert fused into an f16/bf16
     MMA dispatch for CUDA where one dim is strided (IREE fault
-    `cuda_strided_insert_mma_fusion`; two strided dims compiled), and the weight-first GEMM on gfx942 with a dynamic batch
-    where two are ("LLVM ERROR: Cannot select: f32 = Constant<-1>")."""
+    `cuda_strided_insert_mma_fusion`; two strided dims compiled), and the
+    weight-first GEMM on gfx942 with a dynamic batch where two are ("LLVM
+    ERROR: Cannot select: f32 = Constant<-1>")."""
     if options.target == "cpu" or not half:
         return ()
     strided = tuple(a for a, (s, q) in enumerate(zip(spec.stride, counts)) if s > 1 and q > 1)
@@ -295,20 +296,23 @@ def decodes_by_shifts(spec: ConvBackwardSpec, live: list[Phases]) -> bool:
     return all(size & (size - 1) == 0 for size in decoded_sizes(spec, live))
 
 
+def _table_kernel(spec: ConvBackwardSpec, options: LoweringOptions, tuning: Tuning) -> bool:
+    return options.on_gpu and max(spec.kernel) < tuning.one_table_kernel
+
+
 def phase_one_table(spec: ConvBackwardSpec, live: list[Phases], options: LoweringOptions, tuning: Tuning) -> bool:
     """GPU per-phase: every phase's taps gathered by one op, for kernels
     narrower than `tuning.one_table_kernel` whose table decodes by shifts:
     a gather per phase was a dispatch per phase on IREE's GPU code
     (docs/performance-journal.md, "One tap table")."""
-    return options.on_gpu and max(spec.kernel) < tuning.one_table_kernel and decodes_by_shifts(spec, live)
+    return _table_kernel(spec, options, tuning) and decodes_by_shifts(spec, live)
 
 
 def phase_tables_each(spec: ConvBackwardSpec, live: list[Phases], options: LoweringOptions, tuning: Tuning) -> bool:
-    """GPU per-phase whose phases would share one tap table (`phase_one_table`)
-    but for a size it decodes by that is not a power of two: a table per
-    phase, as IREE fault `cuda_gather_division_umul_lohi` asks."""
-    narrow = options.on_gpu and len(live) > 1 and max(spec.kernel) < tuning.one_table_kernel
-    return narrow and not decodes_by_shifts(spec, live)
+    """The phases of such a kernel whose one table would divide by a size
+    that is not a power of two: a table per phase, as IREE fault
+    `cuda_gather_division_umul_lohi` asks."""
+    return _table_kernel(spec, options, tuning) and not decodes_by_shifts(spec, live)
 
 
 def narrow_groups_on_gfx942(spec: ConvBackwardSpec, options: LoweringOptions, tuning: Tuning) -> bool:
