@@ -9,6 +9,7 @@ from typing import Optional
 from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_d
 
+from . import geometry
 from . import linalg_builders as lb
 from .spec import ConvBackwardSpec, Shape, make_spec
 
@@ -128,10 +129,10 @@ def read_transposed_convolution(op: ir.Operation) -> ConvBackwardSpec:
     `aten.convolution` computes: the strided convolution it transposes,
     from its output's shape (input) to its input's (grad_output), with its
     weight as it is ([C_in, C_out/G, *K] is that convolution's [F, C/G, *K]).
-    An output_padding of a stride or more (allowed below the dilation)
-    makes the output longer than that convolution's input would be for the
-    given input: its grad_output then has `output_padding // stride` more
-    rows at the end, zeros that the caller pads the input with
+    That convolution's grad_output is as long as its output over the
+    transposed one's output: the input, and where output_padding reaches a
+    stride (allowed below the dilation) `output_padding // stride` rows
+    more, zeros that the caller pads the input with
     (`transposed_input_padding`). PatternMismatch or InvalidArgumentError
     where it is not one."""
     input_, weight, _, stride, padding, dilation, transposed, output_padding, groups = op.operands
@@ -146,7 +147,10 @@ def read_transposed_convolution(op: ir.Operation) -> ConvBackwardSpec:
     extra = constant_list(output_padding, "output_padding", constant_int)
     if any(size is None for size in (*x_shape[1:], *y_shape[1:])):
         raise PatternMismatch("dynamic channel or spatial sizes")
-    rows = [size + e // s for size, e, s in zip(x_shape[2:], extra, steps)]
+    if tuple(y_shape[2:]) != geometry.transposed_output_size_nd(x_shape[2:], w_shape[2:], steps, pads, dilations,
+                                                                   extra):
+        raise PatternMismatch(f"output sizes {list(y_shape[2:])} are not the transposed convolution's")
+    rows = geometry.conv_output_size_nd(y_shape[2:], w_shape[2:], steps, pads, dilations)
     return make_spec(
         grad_output_shape=(*x_shape[:2], *rows),
         input_shape=(x_shape[0], *y_shape[1:]),
