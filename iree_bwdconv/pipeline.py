@@ -325,7 +325,9 @@ def _compile(mlir: Union[str, bytes], flags: list[str], output: str, stage: str,
                 timeout=timeout_s,
             )
         except subprocess.TimeoutExpired:
-            proc = subprocess.CompletedProcess([], returncode=-1, stderr=f"error: timed out after {timeout_s:g} s")
+            # Worded as the lowering worker's limit is: a caller need not know which stage hit it.
+            proc = subprocess.CompletedProcess(
+                [], returncode=-1, stderr=f"error: iree-compile ran past its time limit of {timeout_s:g} s; it was killed")
         if proc.returncode == 0:
             judged = configured is not None and configured.is_dir()
             wrong = mma_order.misordered_in(configured, started) if judged else []

@@ -37,6 +37,16 @@ def test_iree_compile_failure_is_reproducible(repro_dir):
     assert rerun.returncode != 0 and "arith.addi" in rerun.stderr
 
 
+def test_iree_compile_past_its_time_limit_is_reproducible(repro_dir):
+    # The same wording as the lowering worker's limit, so the backend's
+    # warning reads alike whichever stage ran out of time.
+    module = "func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {\n  return %arg0 : tensor<4xf32>\n}\n"
+    with pytest.raises(PipelineError) as err:
+        pipeline.iree_compile(module, "cpu", timeout_s=0.001)
+    assert "time limit of 0.001 s" in str(err.value)
+    assert Path(err.value.repro_path).read_text() == module and err.value.command in str(err.value)
+
+
 def test_pass_pipeline_failure_is_reproducible(repro_dir):
     # An op no torch-mlir lowering knows: the linalg backend contract fails.
     module = lowering.parse_torch_mlir(
