@@ -178,3 +178,96 @@ func.func @offset_past_kernel_2d_nchw_k3_s2_f32(%arg0: tensor<2x8x5x6xf32>, %arg
   %7 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%inserted_slice, %arg1 : tensor<2x8x15x17xf32>, tensor<4x8x3x3xf32>) outs(%6 : tensor<2x4x13x15xf32>) -> tensor<2x4x13x15xf32>
   return %7 : tensor<2x4x13x15xf32>
 }
+
+// -----
+
+// IREE's StableHLO conversion writes a grouped convolution that is neither
+// ungrouped nor depthwise as a linalg.generic: the loops are read from its
+// maps, the groups split from the channels after the insertion.
+// CHECK-LABEL: func.func @transposed_2d_nhwgc_generic_k3_s2_p1_op1_g2_f32
+// CHECK-NOT:     tensor.insert_slice %arg0
+// CHECK-NOT:     arith.maximumf
+// CHECK:         return {{.*}} : tensor<2x10x12x4xf32>
+// NOTE: rewrote linalg.generic at {{.*}}: the zero-insertion form of a transposed convolution
+// NOTE-NEXT:   transposed: the grad_input of 2-D n2 c4 f8 10x12 k3x3 s2x2 p1x1 d1x1 g2 f32, gradients 100
+func.func @transposed_2d_nhwgc_generic_k3_s2_p1_op1_g2_f32(%arg0: tensor<2x5x6x8xf32>, %arg1: tensor<3x3x4x4xf32>) -> tensor<2x10x12x4xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %0 = tensor.empty() : tensor<2x12x14x8xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<2x12x14x8xf32>) -> tensor<2x12x14x8xf32>
+  %inserted_slice = tensor.insert_slice %arg0 into %1[0, 1, 1, 0] [2, 5, 6, 8] [1, 2, 2, 1] : tensor<2x5x6x8xf32> into tensor<2x12x14x8xf32>
+  %expanded = tensor.expand_shape %inserted_slice [[0], [1], [2], [3, 4]] output_shape [2, 12, 14, 2, 4] : tensor<2x12x14x8xf32> into tensor<2x12x14x2x4xf32>
+  %expanded_0 = tensor.expand_shape %arg1 [[0], [1], [2], [3, 4]] output_shape [3, 3, 4, 2, 2] : tensor<3x3x4x4xf32> into tensor<3x3x4x2x2xf32>
+  %2 = tensor.empty() : tensor<2x10x12x2x2xf32>
+  %3 = linalg.fill ins(%cst : f32) outs(%2 : tensor<2x10x12x2x2xf32>) -> tensor<2x10x12x2x2xf32>
+  %4 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d7, d3 + d4, d5 + d6, d0, d1)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d4, d6, d1, d0, d2)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d7, d3, d5, d0, d2)>], iterator_types = ["parallel", "reduction", "parallel", "parallel", "reduction", "parallel", "reduction", "parallel"]} ins(%expanded, %expanded_0 : tensor<2x12x14x2x4xf32>, tensor<3x3x4x2x2xf32>) outs(%3 : tensor<2x10x12x2x2xf32>) {
+  ^bb0(%in: f32, %in_1: f32, %out: f32):
+    %5 = arith.mulf %in, %in_1 : f32
+    %6 = arith.addf %out, %5 : f32
+    linalg.yield %6 : f32
+  } -> tensor<2x10x12x2x2xf32>
+  %collapsed = tensor.collapse_shape %4 [[0], [1], [2], [3, 4]] : tensor<2x10x12x2x2xf32> into tensor<2x10x12x4xf32>
+  return %collapsed : tensor<2x10x12x4xf32>
+}
+
+// -----
+
+// Depthwise, as StableHLO's conversion writes one channel a group: a filter
+// with no channel dims, each of its taps one group's.
+// CHECK-LABEL: func.func @transposed_2d_nhwc_depthwise_hwc_k3_s2_p1_op1_g8_f32
+// CHECK-NOT:     linalg.depthwise_conv_2d_nhwc_hwc
+// CHECK:         return {{.*}} : tensor<2x10x12x8xf32>
+// NOTE: rewrote linalg.depthwise_conv_2d_nhwc_hwc at {{.*}}: the zero-insertion form of a transposed convolution
+// NOTE-NEXT:   transposed: the grad_input of 2-D n2 c8 f8 10x12 k3x3 s2x2 p1x1 d1x1 g8 f32, gradients 100
+func.func @transposed_2d_nhwc_depthwise_hwc_k3_s2_p1_op1_g8_f32(%arg0: tensor<2x5x6x8xf32>, %arg1: tensor<3x3x8xf32>) -> tensor<2x10x12x8xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %0 = tensor.empty() : tensor<2x12x14x8xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<2x12x14x8xf32>) -> tensor<2x12x14x8xf32>
+  %inserted_slice = tensor.insert_slice %arg0 into %1[0, 1, 1, 0] [2, 5, 6, 8] [1, 2, 2, 1] : tensor<2x5x6x8xf32> into tensor<2x12x14x8xf32>
+  %2 = tensor.empty() : tensor<2x10x12x8xf32>
+  %3 = linalg.fill ins(%cst : f32) outs(%2 : tensor<2x10x12x8xf32>) -> tensor<2x10x12x8xf32>
+  %4 = linalg.depthwise_conv_2d_nhwc_hwc {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%inserted_slice, %arg1 : tensor<2x12x14x8xf32>, tensor<3x3x8xf32>) outs(%3 : tensor<2x10x12x8xf32>) -> tensor<2x10x12x8xf32>
+  return %4 : tensor<2x10x12x8xf32>
+}
+
+// -----
+
+// Depthwise with a multiplier: each group's one channel makes two.
+// CHECK-LABEL: func.func @transposed_2d_nhwc_depthwise_hwcm_k3_s2_p1_op1_g4_m2_f32
+// CHECK-NOT:     linalg.depthwise_conv_2d_nhwc_hwcm
+// CHECK:         return {{.*}} : tensor<2x10x12x8xf32>
+// NOTE: rewrote linalg.depthwise_conv_2d_nhwc_hwcm at {{.*}}: the zero-insertion form of a transposed convolution
+// NOTE-NEXT:   transposed: the grad_input of 2-D n2 c8 f4 10x12 k3x3 s2x2 p1x1 d1x1 g4 f32, gradients 100
+func.func @transposed_2d_nhwc_depthwise_hwcm_k3_s2_p1_op1_g4_m2_f32(%arg0: tensor<2x5x6x4xf32>, %arg1: tensor<3x3x4x2xf32>) -> tensor<2x10x12x8xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %0 = tensor.empty() : tensor<2x12x14x4xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<2x12x14x4xf32>) -> tensor<2x12x14x4xf32>
+  %inserted_slice = tensor.insert_slice %arg0 into %1[0, 1, 1, 0] [2, 5, 6, 4] [1, 2, 2, 1] : tensor<2x5x6x4xf32> into tensor<2x12x14x4xf32>
+  %2 = tensor.empty() : tensor<2x10x12x4x2xf32>
+  %3 = linalg.fill ins(%cst : f32) outs(%2 : tensor<2x10x12x4x2xf32>) -> tensor<2x10x12x4x2xf32>
+  %4 = linalg.depthwise_conv_2d_nhwc_hwcm {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%inserted_slice, %arg1 : tensor<2x12x14x4xf32>, tensor<3x3x4x2xf32>) outs(%3 : tensor<2x10x12x4x2xf32>) -> tensor<2x10x12x4x2xf32>
+  %collapsed = tensor.collapse_shape %4 [[0], [1], [2], [3, 4]] : tensor<2x10x12x4x2xf32> into tensor<2x10x12x8xf32>
+  return %collapsed : tensor<2x10x12x8xf32>
+}
+
+// -----
+
+// Not ours: a generic that reads windows of the inserted data but takes
+// their maximum; only a sum of products is a convolution's grad_input.
+// CHECK-LABEL: func.func @max_body_generic_2d_nhwc_k3_s2_f32
+// CHECK:         arith.maximumf
+// NOTE: kept linalg.generic at {{.*}}: its body is not a sum of products
+func.func @max_body_generic_2d_nhwc_k3_s2_f32(%arg0: tensor<2x5x6x8xf32>, %arg1: tensor<3x3x8x4xf32>) -> tensor<2x10x12x4xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %0 = tensor.empty() : tensor<2x12x14x8xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<2x12x14x8xf32>) -> tensor<2x12x14x8xf32>
+  %inserted_slice = tensor.insert_slice %arg0 into %1[0, 1, 1, 0] [2, 5, 6, 8] [1, 2, 2, 1] : tensor<2x5x6x8xf32> into tensor<2x12x14x8xf32>
+  %2 = tensor.empty() : tensor<2x10x12x4xf32>
+  %3 = linalg.fill ins(%cst : f32) outs(%2 : tensor<2x10x12x4xf32>) -> tensor<2x10x12x4xf32>
+  %4 = linalg.generic {indexing_maps = [affine_map<(n, oh, ow, f, kh, kw, c) -> (n, oh + kh, ow + kw, c)>, affine_map<(n, oh, ow, f, kh, kw, c) -> (kh, kw, c, f)>, affine_map<(n, oh, ow, f, kh, kw, c) -> (n, oh, ow, f)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%inserted_slice, %arg1 : tensor<2x12x14x8xf32>, tensor<3x3x8x4xf32>) outs(%3 : tensor<2x10x12x4xf32>) {
+  ^bb0(%in: f32, %in_1: f32, %out: f32):
+    %5 = arith.mulf %in, %in_1 : f32
+    %6 = arith.maximumf %out, %5 : f32
+    linalg.yield %6 : f32
+  } -> tensor<2x10x12x4xf32>
+  return %4 : tensor<2x10x12x4xf32>
+}

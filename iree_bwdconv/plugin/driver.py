@@ -1,6 +1,8 @@
 """What `iree-bwdconv-compile` and `plugin.compile_str` do with a module:
 our rewrites on torch-dialect input, IREE's input phase, our rewrites on
-the linalg it made, then the rest of iree-compile with the user's flags.
+the linalg it made (where no torch-dialect op of ours was seen: each such
+op is planned once, at the torch level), then the rest of iree-compile
+with the user's flags.
 
 A module with nothing of ours in it is not compiled here: the caller runs
 plain iree-compile on the input as given, so that its output is exactly
@@ -54,8 +56,10 @@ def _compile_source(source: Union[str, bytes], line: CommandLine, options: Lower
         done.log.append(f"--compile-from={line.compile_from}: past the input phase, where our rewrites run")
         return done
     text: Union[str, bytes] = source
+    torch_judged = 0
     if line.compile_from == "start":
         torch = torch_input.rewrite(source, options)
+        torch_judged = torch.judged
         done.log += torch.log
         done.rewritten += torch.count
         text = torch.text or source
@@ -64,10 +68,16 @@ def _compile_source(source: Union[str, bytes], line: CommandLine, options: Lower
                                                  "IREE's input phase").decode()
         except PipelineError as err:
             return _fallen_back(done, err) if done.rewritten else done
-    linalg = zero_insertion.rewrite_text(text if isinstance(text, str) else text.decode(), options)
-    done.log += linalg.log
-    done.rewritten += linalg.count
-    text = linalg.text or text
+    if torch_judged:
+        # Each was planned, with all it says, at the torch level: the linalg
+        # it lowers to (ours in its plan's forms, or IREE's where the plan
+        # left it) is not planned again.
+        done.log.append("linalg: not read; its convolutions come from the torch-dialect ops judged above")
+    else:
+        linalg = zero_insertion.rewrite_text(text if isinstance(text, str) else text.decode(), options)
+        done.log += linalg.log
+        done.rewritten += linalg.count
+        text = linalg.text or text
     if not done.rewritten:
         return done
     text = pipeline.for_target(text, options.target)

@@ -23,7 +23,7 @@ from iree_bwdconv import linalg_builders as lb
 from iree_bwdconv.patterns import convolution_backward, convolution_backward_kernel, convolution_backward_phases
 from iree_bwdconv.plan import Plan
 
-BATCH, CHANNEL, FILTER, GROUP = "n", "c", "f", "g"
+from .convolution_layouts import BATCH, CHANNEL, FILTER, GROUP
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,19 @@ class InsertedConvolution:
 
 
 def _into(value: ir.Value, layout: str, wanted: str) -> ir.Value:
-    return transpose(value, [layout.index(letter) for letter in wanted])
+    """`value`, laid out as `layout`, laid out as `wanted`. A letter that
+    only one of them has is a unit dim (a depthwise filter's channels):
+    added last and moved, or moved last and dropped."""
+    for letter in wanted:
+        if letter not in layout:
+            rank = ir.RankedTensorType(value.type).rank
+            value = lb.expand_axis(value, rank - 1, [lb.sizes_of(value)[-1], 1])
+            layout += letter
+    dropped = "".join(letter for letter in layout if letter not in wanted)
+    value = transpose(value, [layout.index(letter) for letter in wanted + dropped])
+    for _ in dropped:
+        value = lb.collapse_dims(value, ir.RankedTensorType(value.type).rank - 2)
+    return value
 
 
 def _data(call: InsertedConvolution, y: ir.Value) -> ir.Value:

@@ -6,11 +6,13 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Rewritten:
     """text: the module with its ops rewritten, or None where none was.
-    count: ops rewritten. log: what was done to each op seen, or why not."""
+    count: ops rewritten. judged: ops of ours seen, rewritten or kept.
+    log: what was done to each op seen, or why not."""
 
     text: Optional[str] = None
     count: int = 0
+    judged: int = 0
     log: list[str] = field(default_factory=list)

@@ -81,6 +81,7 @@ def rewrite(source: Union[str, bytes], options: LoweringOptions) -> Rewritten:
             if op.name == CONVOLUTION and not ours and "transposed=False" in lines[0]:
                 continue  # a plain convolution: not ours to speak of
             taken += ours
+            result.judged += 1
             result.log += [f"{'rewrote' if ours else 'kept'} {op.name} at {op.location}", *lines]
         if not taken:
             return result

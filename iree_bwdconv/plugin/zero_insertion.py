@@ -16,12 +16,11 @@ the reason.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Optional, Union
 
 from iree.compiler import ir
-from iree.compiler.dialects import func
+from iree.compiler.dialects import func, linalg
 
 from iree_bwdconv import geometry, iree_ir
 from iree_bwdconv.errors import InvalidArgumentError
@@ -30,9 +29,9 @@ from iree_bwdconv.plan import plan_transposed_forward
 from iree_bwdconv.spec import make_spec
 
 from .rewritten import Rewritten
-from .replacement_function import BATCH, CHANNEL, FILTER, GROUP, InsertedConvolution, functions_text
+from .convolution_layouts import BATCH, CHANNEL, FILTER, GROUP, convolution_layouts
+from .replacement_function import InsertedConvolution, functions_text
 
-CONVOLUTION = re.compile(r"^linalg\.conv_([123])d_([a-z]+)_([a-z]+)$")
 DTYPES = {"f32": "f32", "f16": "f16", "bf16": "bf16"}
 SYMBOL = "iree_bwdconv_transposed"
 
@@ -79,20 +78,6 @@ def is_zeros(value: ir.Value) -> bool:
     return _is_zero_constant(op)
 
 
-def _layouts(name: str) -> Union[tuple[str, str, str], str]:
-    """(input, filter, output) layouts of a named convolution, or why not one we read."""
-    matched = CONVOLUTION.match(name)
-    if not matched:
-        return f"{name} is not a named linalg convolution"
-    rank, input_, filter_ = int(matched.group(1)), matched.group(2), matched.group(3)
-    spatial = set("dhw"[3 - rank:])
-    grouped = {GROUP} if GROUP in input_ else set()
-    if set(input_) != {BATCH, CHANNEL, *spatial, *grouped} or set(filter_) != {FILTER, CHANNEL, *spatial, *grouped} \
-            or len(input_) != rank + 2 + len(grouped) or len(filter_) != rank + 2 + len(grouped):
-        return f"{name}: layouts {input_}/{filter_} are not a convolution's we read"
-    return input_, filter_, input_.replace(CHANNEL, FILTER)
-
-
 def _inserted(value: ir.Value, layout: str) -> Union[tuple[ir.Operation, str], str]:
     """The strided insert_slice behind the convolution's input, and the
     layout of the data it inserts: a group's channels may have been merged
@@ -103,8 +88,8 @@ def _inserted(value: ir.Value, layout: str) -> Union[tuple[ir.Operation, str], s
         split = [[ir.IntegerAttr(i).value for i in g] for g in groups]
         wanted = [[i] for i in range(len(layout))]
         at = layout.index(GROUP)
-        wanted[at:at + 2] = [[at, at + 1]] if layout[at + 1] == CHANNEL else [[at], [at + 1]]
-        if split != wanted or layout[at + 1] != CHANNEL:
+        wanted[at:at + 2] = [[at, at + 1]]
+        if layout[at + 1:at + 2] != CHANNEL or split != wanted:
             return "the input's groups are split from its channels in a way we do not read"
         layout = layout.replace(GROUP, "")
         op = _owner(op.operands[0])
@@ -145,17 +130,15 @@ def _batch_of_data(insert: ir.Operation) -> bool:
 
 def find(op: ir.Operation, options: LoweringOptions) -> Union[Found, str]:
     """The replacement of a convolution of the zero-insertion form, or why it is not one we replace."""
-    layouts = _layouts(op.name)
+    layouts = convolution_layouts(op)
     if isinstance(layouts, str):
         return layouts
-    input_layout, filter_layout, output_layout = layouts
-    if len(op.operands) != 3:
-        return f"{len(op.operands)} operands"
+    input_layout, filter_layout, output_layout = layouts.input, layouts.filter, layouts.output
     z, filter_, init = op.operands
-    spatial = "".join(letter for letter in input_layout if letter in "dhw")
-    if any(s != 1 for s in _ints(op, "strides", len(spatial))):
+    spatial = layouts.spatial
+    if any(s != 1 for s in layouts.strides):
         return "a strided convolution: it inserts no zeros"
-    dilation = _ints(op, "dilations", len(spatial))
+    dilation = list(layouts.dilations)
     inserted = _inserted(z, input_layout)
     if isinstance(inserted, str):
         return inserted
@@ -190,7 +173,9 @@ def find(op: ir.Operation, options: LoweringOptions) -> Union[Found, str]:
         return f"element types {sorted(dtypes)} -> {result_dtype} are not ones we lower"
     dtype = dtypes.pop()
     groups = filter_.type.shape[filter_layout.index(GROUP)] if GROUP in filter_layout else 1
-    per_group = {letter: filter_.type.shape[filter_layout.index(letter)] for letter in (FILTER, CHANNEL)}
+    # A depthwise filter has neither: one channel a group each way (a multiplier is its FILTER).
+    per_group = {letter: filter_.type.shape[filter_layout.index(letter)] if letter in filter_layout else 1
+                 for letter in (FILTER, CHANNEL)}
     batch = source.shape[data_layout.index(BATCH)]
     batch = None if ir.ShapedType.is_dynamic_size(batch) else batch
     outputs = [op.results[0].type.shape[output_layout.index(letter)] for letter in spatial]
@@ -247,6 +232,11 @@ def _erase_unused(op: Optional[ir.Operation]) -> None:
 
 
 
+def _is_convolution(op: ir.Operation) -> bool:
+    """A linalg op that linalg reads as a convolution: named, depthwise or generic."""
+    return op.name.startswith("linalg.") and linalg.infer_convolution_dimensions(op) is not None
+
+
 INLINE = "builtin.module(inline{default-pipeline=}, symbol-dce)"
 
 
@@ -259,7 +249,7 @@ def rewrite_text(text: str, options: LoweringOptions) -> Rewritten:
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(text)
         found: list[Found] = []
-        for op in iree_ir.ops_where(module, lambda op: op.name.startswith("linalg.conv_")):
+        for op in iree_ir.ops_where(module, _is_convolution):
             one = find(op, options)
             if isinstance(one, str):
                 log.append(f"kept {op.name} at {op.location}: {one}")
@@ -273,4 +263,5 @@ def rewrite_text(text: str, options: LoweringOptions) -> Rewritten:
         symbols = [f"{SYMBOL}_{index}" for index in range(len(found))]
         replace(module, found, functions_text(list(zip((one.call for one in found), symbols))), symbols)
         text = str(module)
-    return Rewritten(pipeline.run_iree_pipeline(text, INLINE, "inline iree-bwdconv's replacements"), len(found), log)
+    return Rewritten(text=pipeline.run_iree_pipeline(text, INLINE, "inline iree-bwdconv's replacements"),
+                     count=len(found), log=log)
