@@ -77,6 +77,7 @@ CASES = {
                                                         (1, 2), 4),
     "stablehlo_grouped_1d_k5_s2_g2_bf16": HloConvolution((2, 7, 6), (5, 3, 4), "b0f", "0io", 2, (1,), (2, 3), 2,
                                                          torch.bfloat16),
+    "stablehlo_nhwc_k3_s2_op3": HloConvolution((2, 5, 6, 8), (3, 3, 8, 4), "b01f", "01io", 2, (1, 1), (1, 4), 1),
     "stablehlo_depthwise_3d_k3_s2": HloConvolution((2, 3, 4, 5, 6), (3, 3, 3, 1, 6), "b012f", "012io", 2,
                                                    (1, 1, 1), (1, 2), 6),
 }

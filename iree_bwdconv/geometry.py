@@ -191,17 +191,25 @@ def transposed_from_insertion(
     buffer of `length` zeros holding `inserted` elements at
     `offset + j*stride`, convolved at stride 1 with `kernel` taps `dilation`
     apart, computes; None where it is not one (an offset past the kernel's
-    reach, or rows after the last element that no output_padding below the
-    stride accounts for). The inverse of `scatter_placement` where every
-    element is placed: `buf[o*s - p + d*(K-1)]` puts the first at
-    `d*(K-1) - p`, and the buffer ends `d*(K-1) - p + output_padding`
-    rows after the last."""
+    reach, or no window at all). The inverse of `scatter_placement` where
+    every element is placed: `buf[o*s - p + d*(K-1)]` puts the first at
+    `d*(K-1) - p`, and the buffer ends `d*(K-1) - p + output_padding` rows
+    after the last. An output_padding of a stride or more (StableHLO's
+    padding allows any) is `trailing_zero_rows` more zeros after the data."""
     padding = dilation * (kernel - 1) - offset
     after_last = length - (offset + stride * (inserted - 1) + 1)
     output_padding = after_last - offset
-    if inserted < 1 or padding < 0 or not 0 <= output_padding < stride or length - dilation * (kernel - 1) < 1:
+    if inserted < 1 or padding < 0 or output_padding < 0 or length - dilation * (kernel - 1) < 1:
         return None
     return padding, output_padding
+
+
+def trailing_zero_rows(output_padding: int, stride: int) -> int:
+    """Zero rows after a transposed convolution's input that leave an
+    output_padding below the stride: the rows of the grad_output of the
+    convolution it transposes that the input lacks."""
+    return output_padding // stride
+
 
 @dataclass(frozen=True)
 class Phase:

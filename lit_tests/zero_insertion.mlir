@@ -271,3 +271,24 @@ func.func @max_body_generic_2d_nhwc_k3_s2_f32(%arg0: tensor<2x5x6x8xf32>, %arg1:
   } -> tensor<2x10x12x4xf32>
   return %4 : tensor<2x10x12x4xf32>
 }
+
+// -----
+
+// Padding after the data of a stride and more, which StableHLO allows:
+// output_padding 3 at stride 2 is a zero row after the data, and 1.
+// CHECK-LABEL: func.func @transposed_2d_nhwc_hwcf_k3_s2_p1_op3_f32
+// CHECK-NOT:     tensor.insert_slice %arg0
+// CHECK:         tensor.pad {{.*}} low[0, 0, 0, 0] high[0, 0, 1, 1]
+// CHECK:         return {{.*}} : tensor<2x12x14x4xf32>
+// NOTE: rewrote linalg.conv_2d_nhwc_hwcf at {{.*}}: the zero-insertion form of a transposed convolution
+// NOTE-NEXT:   transposed: the grad_input of 2-D n2 c4 f8 12x14 k3x3 s2x2 p1x1 d1x1 g1 f32, gradients 100
+func.func @transposed_2d_nhwc_hwcf_k3_s2_p1_op3_f32(%arg0: tensor<2x5x6x8xf32>, %arg1: tensor<3x3x8x4xf32>) -> tensor<2x12x14x4xf32> {
+  %cst = arith.constant 0.000000e+00 : f32
+  %0 = tensor.empty() : tensor<2x12x14x4xf32>
+  %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<2x12x14x4xf32>) -> tensor<2x12x14x4xf32>
+  %2 = tensor.empty() : tensor<2x14x16x8xf32>
+  %3 = linalg.fill ins(%cst : f32) outs(%2 : tensor<2x14x16x8xf32>) -> tensor<2x14x16x8xf32>
+  %inserted_slice = tensor.insert_slice %arg0 into %3[0, 1, 1, 0] [2, 5, 6, 8] [1, 2, 2, 1] : tensor<2x5x6x8xf32> into tensor<2x14x16x8xf32>
+  %4 = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%inserted_slice, %arg1 : tensor<2x14x16x8xf32>, tensor<3x3x8x4xf32>) outs(%1 : tensor<2x12x14x4xf32>) -> tensor<2x12x14x4xf32>
+  return %4 : tensor<2x12x14x4xf32>
+}

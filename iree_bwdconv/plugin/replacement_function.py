@@ -43,6 +43,9 @@ class InsertedConvolution:
     filter_type: str
     result_type: str
     accumulates: bool  # into an init other than zeros: the init is an operand
+    # Zero rows after the data, per spatial dim, where the buffer ends a
+    # stride or more past it (`geometry.trailing_zero_rows`).
+    trailing_rows: tuple[int, ...] = ()
 
     @property
     def spatial(self) -> str:
@@ -66,10 +69,12 @@ def _into(value: ir.Value, layout: str, wanted: str) -> ir.Value:
 
 
 def _data(call: InsertedConvolution, y: ir.Value) -> ir.Value:
-    """The inserted data as [N, G*C, *spatial]."""
+    """The inserted data as [N, G*C, *spatial], with its trailing zero rows."""
     if GROUP not in call.data_layout:
-        return _into(y, call.data_layout, BATCH + CHANNEL + call.spatial)
-    return lb.collapse_dims(_into(y, call.data_layout, BATCH + GROUP + CHANNEL + call.spatial), 1)
+        data = _into(y, call.data_layout, BATCH + CHANNEL + call.spatial)
+    else:
+        data = lb.collapse_dims(_into(y, call.data_layout, BATCH + GROUP + CHANNEL + call.spatial), 1)
+    return lb.pad(data, [0] * (2 + len(call.spatial)), [0, 0, *call.trailing_rows])
 
 
 def _weight(call: InsertedConvolution, filter_: ir.Value) -> ir.Value:
