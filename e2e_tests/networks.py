@@ -8,9 +8,8 @@ and an index: 3-7 layers over one input, each layer reading one or two
 earlier tensors (often one that another layer already reads), so tensors are shared, added, concatenated and read by several
 convolutions of every kind the lowering forms: plain, strided, dilated,
 1x1, grouped, depthwise and transposed, in 1, 2 or 3 spatial dims, with
-batch norm in train or eval mode and elementwise ops between them (but
-the layers of `UNLOWERED`). The network returns every tensor no layer
-read.
+batch norm in train or eval mode and elementwise ops between them. The
+network returns every tensor no layer read.
 """
 
 from __future__ import annotations
@@ -129,38 +128,6 @@ _CONVOLUTIONS = {
 }
 
 
-@dataclass(frozen=True)
-class Unlowered:
-    """A kind of layer the lowering cannot take yet: why, which layers, and
-    one of them with an input, whose graph must fail with `message`."""
-
-    reason: str
-    matches: Callable[[nn.Module], bool]
-    example: Callable[[], tuple[nn.Module, tuple[int, ...]]]
-    message: str
-
-
-# The one table of layers the networks do not draw, each with its reason.
-# `test_networks` checks that each still fails as said: the day one lowers,
-# it leaves this table and joins the draws.
-UNLOWERED: dict[str, Unlowered] = {
-    "depthwise_transposed_stride_1": Unlowered(
-        reason="torch-mlir's linalg lowering of a transposed convolution with one input channel a group "
-               "emits an invalid tensor.collapse_shape; our transposed pattern takes strided ones only "
-               "(patterns/convolution_transposed.py) and leaves those of stride 1 to it",
-        matches=lambda layer: (isinstance(layer, nn.modules.conv._ConvTransposeNd) and layer.groups > 1
-                               and layer.groups == layer.in_channels and all(s == 1 for s in layer.stride)),
-        example=lambda: (nn.ConvTranspose2d(4, 4, 3, 1, groups=4), (2, 4, 5, 5)),
-        message="collapse_shape",
-    ),
-}
-
-
-def unlowered(layer: nn.Module) -> Optional[str]:
-    """The name of the UNLOWERED entry `layer` falls under, if any."""
-    return next((name for name, entry in UNLOWERED.items() if entry.matches(layer)), None)
-
-
 def _groups_and_outputs(rng: random.Random, channels: int, grouping: str) -> tuple[int, int]:
     """(groups, output channels) for a convolution of `channels` inputs."""
     if grouping == "depthwise":
@@ -194,7 +161,7 @@ def _draw_convolution(rng: random.Random, rank: int, shape: Shape) -> Optional[t
         spatial = tuple(conv_output_size(n, kernel, stride, padding, dilation) for n in shape.spatial)
         layer = _CONV[rank](shape.channels, out_channels, kernel, stride, padding, dilation, groups, bias)
         what = f"conv{rank}d({settings} g{groups}{' bias' if bias else ''})"
-    if min(spatial) < 1 or max(spatial) > MAX_SIZE[rank] or unlowered(layer):
+    if min(spatial) < 1 or max(spatial) > MAX_SIZE[rank]:
         return None
     return what, layer, Shape(out_channels, spatial)
 

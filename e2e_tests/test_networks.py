@@ -20,7 +20,7 @@ from iree_bwdconv import iree_faults, lowering, pipeline
 from iree_bwdconv.graph_compiler import import_graph, split_outputs
 
 from . import networks
-from .graphs import assert_as_accurate_as_eager, recorded_graphs, run
+from .graphs import assert_as_accurate_as_eager, recorded_graphs
 
 COUNT = int(os.environ.get("IREE_BWDCONV_NETWORKS", "128"))
 SEED = int(os.environ.get("IREE_BWDCONV_NETWORK_SEED", networks.SEED))
@@ -44,26 +44,6 @@ ENSEMBLES = networks.ensembles(NETWORKS, ENSEMBLE)
 @pytest.mark.parametrize("ensemble", ENSEMBLES, ids=[e.name for e in ENSEMBLES])
 def test_random_networks_match_eager_float64(ensemble, backend):
     assert_as_accurate_as_eager(ensemble, ensemble.example_inputs(), backend, ensemble.describe(), CALLS)
-
-
-class Single(nn.Module):
-    def __init__(self, layer: nn.Module) -> None:
-        super().__init__()
-        self.layer = layer
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor]:
-        return (self.layer(x),)
-
-
-@pytest.mark.parametrize("name", sorted(networks.UNLOWERED))
-def test_unlowered_layers_still_fail_as_said(name, backend):
-    """Each layer the networks leave out still fails to compile, for the
-    reason the table gives; when it no longer does, draw it again."""
-    entry = networks.UNLOWERED[name]
-    layer, shape = entry.example()
-    assert networks.unlowered(layer) == name
-    with pytest.raises(Exception, match=entry.message):
-        run(torch.compile(Single(layer), backend=backend), list(layer.parameters()), torch.randn(shape))
 
 
 class StridedPair(nn.Module):

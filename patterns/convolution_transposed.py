@@ -1,4 +1,4 @@
-"""aten.convolution with transposed=True and a stride above 1, forward:
+"""aten.convolution with transposed=True, forward (strided, or depthwise):
 the data gradient of the strided convolution it transposes, lowered by the
 same plan and the same grad_input forms (`iree_bwdconv.plan`).
 
@@ -10,7 +10,9 @@ its weight as it is (`torch_ir.read_transposed_convolution`): the plan
 picks its form as it would that gradient's (stride phases, col2im, a 1x1
 kernel's GEMM, our CUDA kernel), so decoders and generators multiply no
 zero where the strided data gradients multiply none. At stride 1 there
-are no zeros to avoid, and torch-mlir's lowering keeps it. An
+are no zeros to avoid, and torch-mlir's lowering keeps it, but for one
+input channel a group, where that lowering emits invalid IR: such a layer
+is ours too. An
 output_padding of a stride or more (below the dilation) adds zero rows
 after the input, as many as it holds strides. The bias is added in f32 to
 the form's result, which is rounded once more.

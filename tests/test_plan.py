@@ -176,8 +176,8 @@ def test_every_rule_decides_a_row_of_the_table():
     fired = {rule for _, target, spec, extra, _, _ in BACKWARD
              for rule in plan(spec, LoweringOptions(target=target, **extra)).rules}
     fired |= {plan_forward(spec, LoweringOptions(target=target)).rule for _, target, spec, _, _ in FORWARD}
-    fired |= {plan_transposed_forward(_layer(8, 8, (8, 8), (3, 3), stride, 1), LoweringOptions())[1]
-              for stride in (1, 2)}
+    fired |= {plan_transposed_forward(_layer(8, 8, (8, 8), (3, 3), stride, 1, groups=groups), LoweringOptions())[1]
+              for stride in (1, 2) for groups in (1, 8)}
     assert fired <= set(RULES), fired - set(RULES)
     assert set(RULES) <= fired, f"rules no row of the table decides by: {sorted(set(RULES) - fired)}"
 
@@ -209,13 +209,21 @@ def test_an_edited_rule_or_threshold_changes_the_compile_cache_key():
     assert {"plan/tuning.py", "plan/grad_input.py", "plan/rules.py"} <= names, sorted(names)
 
 
-@pytest.mark.parametrize("stride, ours, rule", [(2, True, "transposed_forward_phases"),
-                                                (1, False, "transposed_forward_torch_mlir")])
-def test_transposed_forward_plan(stride, ours, rule):
+@pytest.mark.parametrize("channels, stride, groups, rule, form", [
+    (32, 2, 1, "transposed_forward_phases", "per-phase"),
+    (32, 1, 1, "transposed_forward_torch_mlir", None),
+    (32, 1, 2, "transposed_forward_torch_mlir", None),  # 32 input channels a group: torch-mlir lowers it
+    (64, 1, 64, "transposed_forward_depthwise_stride_1", "direct"),
+])
+def test_transposed_forward_plan(channels, stride, groups, rule, form):
     """A transposed convolution's forward is the grad_input of the
-    convolution it transposes: planned as that, where strided."""
-    transposes = _layer(32, 64, (32, 32), (4, 4), stride, 1, dtype=F16, output_mask=(True, False, False))
+    convolution it transposes (here of `channels` inputs and 64 outputs, so
+    64 input channels of the transposed one): planned as that where
+    strided, and at stride 1 where torch-mlir's lowering fails, with one
+    input channel a group."""
+    transposes = _layer(channels, 64, (32, 32), (4, 4), stride, 1, dtype=F16, groups=groups,
+                        output_mask=(True, False, False))
     decided, why = plan_transposed_forward(transposes, LoweringOptions(target="gfx942"))
-    assert why == rule and (decided is not None) == ours
-    if ours:
-        assert decided.rules[0] == rule and decided.grad_input.form == "per-phase"
+    assert why == rule and (decided is not None) == (form is not None)
+    if form is not None:
+        assert decided.rules[0] == rule and decided.grad_input.form == form

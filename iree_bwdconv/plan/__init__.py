@@ -85,14 +85,21 @@ def plan_forward(spec: ForwardSpec, options: LoweringOptions) -> ForwardPlan:
 
 
 def plan_transposed_forward(spec: ConvBackwardSpec, options: LoweringOptions) -> tuple[Optional[Plan], str]:
-    """A strided transposed convolution's forward, given as the spec of the
+    """A transposed convolution's forward, given as the spec of the
     convolution it transposes (`torch_ir.read_transposed_convolution`): the
-    plan of that convolution's grad_input, which it is; None (torch-mlir's
-    lowering) at stride 1, where no zeros are inserted. The rule's name too."""
+    plan of that convolution's grad_input, which it is, where strided; None
+    (torch-mlir's lowering) at stride 1, where no zeros are inserted, but
+    where torch-mlir's lowering fails. The rule's name too."""
     if all(s == 1 for s in spec.stride):
-        return None, "transposed_forward_torch_mlir"
+        # One input channel a group: the convolution it transposes has one output channel a group.
+        if spec.groups > 1 and spec.weight_shape[0] == spec.groups:
+            rule = "transposed_forward_depthwise_stride_1"
+        else:
+            return None, "transposed_forward_torch_mlir"
+    else:
+        rule = "transposed_forward_phases"
     decided = plan(spec, options)
-    return dataclasses.replace(decided, rules=("transposed_forward_phases", *decided.rules)), "transposed_forward_phases"
+    return dataclasses.replace(decided, rules=(rule, *decided.rules)), rule
 
 
 def _grad_input(spec: ConvBackwardSpec, built: ConvBackwardSpec, options: LoweringOptions, tuning: Tuning,

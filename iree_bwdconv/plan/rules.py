@@ -140,6 +140,10 @@ RULES: dict[str, Rule] = {
                                       "convolution it transposes, in the plan's form of it",
                                       "ConvTranspose2d k3 s2 p1 op1 c256: 0.164 ms against plain iree-compile's "
                                       "0.464 (f16, H200)"),
+    "transposed_forward_depthwise_stride_1": Rule("forward", "all", "a transposed convolution at stride 1 with "
+                                                  "one input channel a group: the grad_input of the convolution "
+                                                  "it transposes", "torch-mlir's lowering emits an invalid "
+                                                  "tensor.collapse_shape"),
     "transposed_forward_torch_mlir": Rule("forward", "all", "a transposed convolution at stride 1: torch-mlir's",
                                           "no zeros inserted to avoid"),
     "cpu_forward_im2col": Rule("forward", "cpu", "1x1, strided or 128+ channels: im2col + named matmul",
