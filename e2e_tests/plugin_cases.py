@@ -74,6 +74,9 @@ _register(DecoderCase(1, 6, 4, (7,), kernel=5, stride=3, padding=2, dilation=2, 
 _register(DecoderCase(3, 4, 3, (3, 4, 3), kernel=3, stride=2, padding=1, output_padding=1, routes=("onnx", "torch")))
 _register(DecoderCase(2, 8, 6, (5, 5), kernel=4, stride=2, padding=1, groups=2, routes=("onnx", "linalg")))
 _register(DecoderCase(2, 16, 8, (6, 6), kernel=4, stride=2, padding=1, dtype="f16", routes=("torch", "linalg")))
+# bf16 weights and bias as resource constants: cpu_bf16_resource_constant (docs/iree-faults.md)
+_register(DecoderCase(2, 8, 4, (5, 6), kernel=4, stride=2, padding=1, dtype="bf16", bias=True,
+                      routes=("torch", "linalg")))
 _register(DecoderCase(2, 8, 4, (5, 6), kernel=3, stride=2, padding=1, output_padding=1, dynamic_batch=True,
                       routes=("onnx", "linalg")))
 

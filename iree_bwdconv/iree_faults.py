@@ -98,6 +98,23 @@ CPU_BATCHLESS_CONV_STORE = Fault(
     workaround="a copy between such a convolution and its insert, on the CPU (`cpu_conv_store`)",
 )
 
+CPU_BF16_RESOURCE_CONSTANT = Fault(
+    name="cpu_bf16_resource_constant",
+    targets=("cpu",),
+    dtypes=("bf16",),
+    seen_in=("3.13.0",),
+    symptom=(
+        "iree-compile for the CPU fails on a bf16 constant held as a resource blob (dense_resource, as "
+        "torch-mlir's importers hold a model's weights and biases) that IREE inlines into a dispatch: "
+        "\"'arith.constant' op failed to verify that all of {value, result} have same type\". A bf16 "
+        "ConvTranspose2d with a bias, exported in the torch dialect or lowered to linalg, failed so in "
+        "plain iree-compile, and after our rewrite. The constant written inline, in f16, or for a GPU "
+        "target compiled."
+    ),
+    workaround="iree-compile for the CPU inlines no constant into a dispatch; each stays a buffer it reads",
+    flags=("--iree-flow-inline-constants-max-byte-length=0",),
+)
+
 GFX942_F16_DYNAMIC_BATCH_SUM = Fault(
     name="gfx942_f16_dynamic_batch_sum",
     targets=("gfx942",),
@@ -184,7 +201,8 @@ CUDA_MMA_LOOP_ORDER = Fault(
 )
 
 FAULTS: dict[str, Fault] = {fault.name: fault for fault in (MULTI_USE_FUSION_PARTIAL_WRITE, UNIT_WINDOW_FOLD,
-                                                            CPU_BATCHLESS_CONV_STORE, GFX942_F16_DYNAMIC_BATCH_SUM,
+                                                            CPU_BATCHLESS_CONV_STORE, CPU_BF16_RESOURCE_CONSTANT,
+                                                            GFX942_F16_DYNAMIC_BATCH_SUM,
                                                             CUDA_MMA_PADDING_OVERREAD, CUDA_STRIDED_INSERT_MMA_FUSION,
                                                             CUDA_GATHER_DIVISION_UMUL_LOHI, CUDA_MMA_LOOP_ORDER)}
 

@@ -62,6 +62,20 @@ def _refused_saying(message: str) -> Callable[[Fault, str, bool], bool]:
     return refused
 
 
+def _refused_without_its_flags(message: str) -> Callable[[Fault, str, bool], bool]:
+    """iree-compile's failure with `message` on the reproducer as given, or
+    (with the workaround) with the flags `pipeline` passes for the target."""
+    def refused(fault: Fault, target: str, workarounds: bool) -> bool:
+        try:
+            pipeline.iree_compile(fault.reproducer(), target, as_given=not workarounds)
+        except PipelineError as error:
+            assert message in error.diagnostics, error.diagnostics[-2000:]
+            return True
+        return False
+
+    return refused
+
+
 def _overread_configured(fault: Fault, target: str, workarounds: bool) -> bool:
     """A contraction padded along an operand's outer dim in IREE's
     configured dispatches of the reproducer: as given, or as `pipeline`
@@ -100,6 +114,8 @@ SHOWS: dict[str, Callable[[Fault, str, bool], bool]] = {
     "multi_use_fusion_partial_write": _partial_write_in_flow,
     "unit_window_fold": _refused_for_a_unit_window,
     "cpu_batchless_conv_store": _batchless_store_misplaced,
+    "cpu_bf16_resource_constant": _refused_without_its_flags("failed to verify that all of {value, result} "
+                                                             "have same type"),
     "gfx942_f16_dynamic_batch_sum": _refused_saying("Cannot select: "),
     "cuda_mma_padding_overread": _overread_configured,
     "cuda_strided_insert_mma_fusion": _refused_saying("LLVM Translation failed for operation: "
