@@ -86,6 +86,21 @@ def test_a_generic_that_does_not_multiply_input_by_filter_is_not_read(body: str,
     assert why in _read(GENERIC.replace("BODY", body), "linalg.generic")
 
 
+@pytest.mark.parametrize("operand, reads", [
+    ("input", "(n, oh + kh * 2, ow + kw, g, g)"), ("input", "(n, oh + kh * 2, ow + kw, n, c)"),
+    ("filter", "(kh, kw, f, g, f)"), ("output", "(n, oh, ow, g, g)"),
+])
+def test_a_generic_that_reads_an_operand_by_one_loop_twice_is_refused(operand: str, reads: str):
+    """No layout is read where one loop indexes two dims of an operand (the
+    sizes dynamic, so that the op verifies): it is not a convolution of
+    one input, filter and output that we could rearrange."""
+    text = re.sub(r"tensor<\d+x\d+x\d+x\d+x\d+xf32>", "tensor<?x?x?x?x?xf32>",
+                  GENERIC.replace("BODY", "arith.mulf %a, %b : f32"))
+    text = re.sub(rf"(#{operand} = affine_map<\(n, oh, ow, g, f, kh, kw, c\) -> )\([^)]*\)", rf"\g<1>{reads}", text)
+    assert reads in text
+    assert isinstance(_read(text, "linalg.generic"), str)
+
+
 def test_a_matmul_is_not_a_convolution():
     text = ("func.func @f(%a: tensor<4x8xf32>, %b: tensor<8x3xf32>, %c: tensor<4x3xf32>) -> tensor<4x3xf32> {\n"
             "  %r = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x3xf32>) outs(%c : tensor<4x3xf32>)"
