@@ -194,8 +194,9 @@ def transposed_from_insertion(
     reach, or no window at all). The inverse of `scatter_placement` where
     every element is placed: `buf[o*s - p + d*(K-1)]` puts the first at
     `d*(K-1) - p`, and the buffer ends `d*(K-1) - p + output_padding` rows
-    after the last. An output_padding of a stride or more (StableHLO's
-    padding allows any) is `trailing_zero_rows` more zeros after the data."""
+    after the last. With an output_padding of a stride or more (StableHLO's
+    padding allows any), the convolution it transposes has more grad_output
+    rows (`conv_output_size`) than the buffer holds data: zeros."""
     padding = dilation * (kernel - 1) - offset
     after_last = length - (offset + stride * (inserted - 1) + 1)
     output_padding = after_last - offset
@@ -203,12 +204,6 @@ def transposed_from_insertion(
         return None
     return padding, output_padding
 
-
-def trailing_zero_rows(output_padding: int, stride: int) -> int:
-    """Zero rows after a transposed convolution's input that leave an
-    output_padding below the stride: the rows of the grad_output of the
-    convolution it transposes that the input lacks."""
-    return output_padding // stride
 
 
 @dataclass(frozen=True)

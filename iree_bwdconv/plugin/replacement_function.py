@@ -43,9 +43,6 @@ class InsertedConvolution:
     filter_type: str
     result_type: str
     accumulates: bool  # into an init other than zeros: the init is an operand
-    # Zero rows after the data, per spatial dim, where the buffer ends a
-    # stride or more past it (`geometry.trailing_zero_rows`).
-    trailing_rows: tuple[int, ...] = ()
 
     @property
     def spatial(self) -> str:
@@ -69,12 +66,16 @@ def _into(value: ir.Value, layout: str, wanted: str) -> ir.Value:
 
 
 def _data(call: InsertedConvolution, y: ir.Value) -> ir.Value:
-    """The inserted data as [N, G*C, *spatial], with its trailing zero rows."""
+    """The inserted data as [N, G*C, *spatial], padded with zero rows to the
+    grad_output of the plan's convolution, where the buffer ended a stride
+    or more past the data."""
     if GROUP not in call.data_layout:
         data = _into(y, call.data_layout, BATCH + CHANNEL + call.spatial)
     else:
         data = lb.collapse_dims(_into(y, call.data_layout, BATCH + GROUP + CHANNEL + call.spatial), 1)
-    return lb.pad(data, [0] * (2 + len(call.spatial)), [0, 0, *call.trailing_rows])
+    have = ir.RankedTensorType(data.type).shape[2:]
+    rows = [want - size for want, size in zip(call.plan.spec.grad_output_shape[2:], have)]
+    return lb.pad(data, [0] * (2 + len(rows)), [0, 0, *rows])
 
 
 def _weight(call: InsertedConvolution, filter_: ir.Value) -> ir.Value:

@@ -159,7 +159,7 @@ def find(op: ir.Operation, options: LoweringOptions) -> Union[Found, str]:
     stride = [strides[at[letter]] for letter in spatial]
     if all(s == 1 for s in stride):
         return "it inserts at stride 1: no zeros between the data"
-    padding, trailing = [], []
+    padding = []
     for letter, k, s, d in zip(spatial, kernel, stride, dilation):
         found = geometry.transposed_from_insertion(offsets[at[letter]], source.shape[at[letter]],
                                                    buffer.shape[at[letter]], k, s, d)
@@ -167,7 +167,6 @@ def find(op: ir.Operation, options: LoweringOptions) -> Union[Found, str]:
             return (f"along {letter}, offset {offsets[at[letter]]} in {buffer.shape[at[letter]]} rows is not the "
                     f"zero insertion of a transposed convolution with kernel {k}, stride {s}, dilation {d}")
         padding.append(found[0])
-        trailing.append(geometry.trailing_zero_rows(found[1], s))
     dtypes = {str(t.element_type) for t in (source, filter_.type)}
     result_dtype = str(op.results[0].type.element_type)
     if len(dtypes) != 1 or not dtypes <= set(DTYPES) or result_dtype not in (*dtypes, "f32"):
@@ -185,8 +184,9 @@ def find(op: ir.Operation, options: LoweringOptions) -> Union[Found, str]:
         return f"output sizes {outputs} are not the buffer's windows {reach}"
     try:
         spec = make_spec(
+            # As long as the convolution it transposes makes: past the data, zeros (the replacement pads).
             grad_output_shape=(batch, groups * per_group[CHANNEL],
-                               *(source.shape[at[letter]] + rows for letter, rows in zip(spatial, trailing))),
+                               *geometry.conv_output_size_nd(outputs, kernel, stride, padding, dilation)),
             input_shape=(batch, groups * per_group[FILTER], *outputs),
             weight_shape=(groups * per_group[CHANNEL], per_group[FILTER], *kernel),
             dtypes={"grad_output": dtype, "input": dtype, "weight": dtype}, bias_sizes=None, stride=stride,
@@ -198,8 +198,7 @@ def find(op: ir.Operation, options: LoweringOptions) -> Union[Found, str]:
     accumulates = not is_zeros(init)
     call = InsertedConvolution(plan=plan, data_layout=data_layout, filter_layout=filter_layout,
                                output_layout=output_layout, data_type=str(source), filter_type=str(filter_.type),
-                               result_type=str(op.results[0].type), accumulates=accumulates,
-                               trailing_rows=tuple(trailing))
+                               result_type=str(op.results[0].type), accumulates=accumulates)
     return Found(op, call, (insert.operands[0], filter_, *((init,) if accumulates else ())))
 
 
