@@ -46,12 +46,9 @@ def _check(case: plugin_cases.DecoderCase, got: torch.Tensor, x: torch.Tensor) -
             parameter.abs_()
         magnitude = conv(x.double().abs())
     assert got.shape == want.shape and got.dtype == x.dtype
-    length = case.in_channels // case.groups * case.kernel ** case.rank
-    u_out, u_acc = reference.unit_roundoff(x.dtype), reference.unit_roundoff(torch.float32)
-    bound = 2 * (u_out * want.abs() + reference.underflow_error(x.dtype)
-                 + length * (u_acc * magnitude + reference.underflow_error(torch.float32)))
+    bound = reference.error_bound(want, magnitude, case.in_channels // case.groups * case.kernel ** case.rank, x.dtype)
     if case.bias:
-        bound += u_out * magnitude
+        bound += reference.unit_roundoff(x.dtype) * magnitude
     excess = (got.double() - want).abs() - bound
     assert excess.max() <= 0, f"{case.name}: off by up to {excess.max():.3g} past the bound"
 

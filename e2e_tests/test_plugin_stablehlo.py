@@ -56,14 +56,10 @@ class HloConvolution:
         return y.permute(*["bf".index(d) if d in "bf" else 2 + int(d) for d in self.data_dims])
 
     def bound(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        """The oracle's bound on |got - defined|: a rounding to the result's
-        type and, per term summed, one in the f32 accumulator."""
+        """The oracle's bound on |got - defined| (`reference.error_bound`)."""
         length = self.filter_shape[self.filter_dims.index("i")] * math.prod(
             self.filter_shape[self.filter_dims.index(str(i))] for i in range(self.rank))
-        magnitude = self.defined(x.abs(), w.abs())
-        u_out, u_acc = reference.unit_roundoff(self.dtype), reference.unit_roundoff(torch.float32)
-        return 2 * (u_out * self.defined(x, w).abs() + length * u_acc * magnitude
-                    + reference.underflow_error(self.dtype))
+        return reference.error_bound(self.defined(x, w), self.defined(x.abs(), w.abs()), length, self.dtype)
 
 
 CASES = {

@@ -55,6 +55,14 @@ def reduction_lengths(
     return per_group * taps, batch * math.prod(windows), batch * math.prod(grad_output_shape[2:])
 
 
+def error_bound(reference: torch.Tensor, magnitude: torch.Tensor, length: int, dtype: torch.dtype) -> torch.Tensor:
+    """The oracle's bound on |got - reference| for a sum of `length` terms
+    whose magnitudes sum to `magnitude`: a rounding to `dtype`, and one in
+    the f32 accumulator per term."""
+    return 2 * (unit_roundoff(dtype) * reference.abs() + underflow_error(dtype)
+                + length * (_ACCUMULATOR_UNIT_ROUNDOFF * magnitude + _ACCUMULATOR_UNDERFLOW))
+
+
 @dataclass(frozen=True)
 class Comparison:
     gradient: str
@@ -82,7 +90,6 @@ def compare(
     magnitudes = eager_float64(grad_output.abs(), input.abs(), weight.abs(), *arguments)
     transposed, groups, mask = arguments[4], arguments[6], arguments[7]
     lengths = reduction_lengths(grad_output.shape, input.shape, weight.shape, transposed, groups)
-    u_out = unit_roundoff(grad_output.dtype)
     results = []
     for name, wanted, value, ref, mag, length in zip(GRADIENTS, mask, got, reference, magnitudes, lengths):
         if not wanted:
@@ -93,8 +100,7 @@ def compare(
             raise AssertionError(f"{name}: expected {tuple(ref.shape)} {grad_output.dtype}, got "
                                  f"{None if value is None else (tuple(value.shape), value.dtype)}")
         error = (value.double() - ref).abs()
-        bound = 2 * (u_out * ref.abs() + underflow_error(grad_output.dtype)
-                     + length * (_ACCUMULATOR_UNIT_ROUNDOFF * mag + _ACCUMULATOR_UNDERFLOW))
+        bound = error_bound(ref, mag, length, grad_output.dtype)
         results.append(Comparison(
             gradient=name,
             max_error=float(error.max()) if error.numel() else 0.0,
