@@ -1,5 +1,6 @@
 """What tests/ and e2e_tests/ share: iree-compile runs once per distinct
-module in a test session.
+module in a test session, and the long matrices run whole only with
+`--full` (`e2e_tests/tiers.py`).
 
 Three quarters of the suite's time is iree-compile, and one compile in ten
 repeated another: a grad_input form forced by one test is the form the
@@ -23,6 +24,29 @@ import pytest
 from iree_bwdconv import compile_cache, pipeline
 
 _DUMPS = ("--iree-hal-dump", "--dump-")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--full", action="store_true",
+                     help="run the long matrices whole (tests marked long; e2e_tests/tiers.py)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "long: part of a long matrix, run with --full (e2e_tests/tiers.py)")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return ("long matrices: whole (--full)" if config.getoption("--full")
+            else "long matrices: a part of each; --full runs them whole")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--full"):
+        return
+    long = [item for item in items if item.get_closest_marker("long")]
+    if long:
+        config.hook.pytest_deselected(items=long)
+        items[:] = [item for item in items if not item.get_closest_marker("long")]
 
 
 def _memo_folder(factory: pytest.TempPathFactory) -> Path:

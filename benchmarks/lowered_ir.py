@@ -28,7 +28,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-SWEEP_COUNT = 300  # CI's IREE_BWDCONV_SWEEP_CASES
+SWEEP_COUNT = 300  # IREE_BWDCONV_SWEEP_CASES's default, all run by `./dev test --full`
 TARGETS = ("cpu", "gfx942", "cuda")
 GPU_TARGETS = ("gfx942", "cuda")
 FORMS = ("per-phase", "sub-pixel", "col2im")  # those test_e2e forces on strided cases

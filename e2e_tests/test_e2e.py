@@ -1,6 +1,8 @@
 """Every registered case: numerics on the CPU against eager float64 (with
 the CPU's forms and with the GPU targets' forms), and a compile for gfx942
-and CUDA so that no target breaks silently."""
+and CUDA so that no target breaks silently. `./dev test` compiles each case
+for one GPU target and forces one grad_input form on each strided case, in
+turn (`tiers`); `--full` does every pair."""
 
 from __future__ import annotations
 
@@ -9,15 +11,29 @@ import pytest
 from iree_bwdconv import functional
 
 from . import cases  # noqa: F401 - registers the cases
+from . import tiers
 from .harness import (EXECUTABLE_FORMATS, EXPECTED_FAILURES, assert_compiles_for, run_and_compare, run_in_gpu_forms,
                       spec_of, with_batch)
 from .registry import CASES
 
 
+def _marks(name: str) -> list:
+    return [pytest.mark.xfail(reason=EXPECTED_FAILURES[name], strict=True)] if name in EXPECTED_FAILURES else []
+
+
 def _params():
     for name in CASES:
-        marks = [pytest.mark.xfail(reason=EXPECTED_FAILURES[name], strict=True)] if name in EXPECTED_FAILURES else []
-        yield pytest.param(name, marks=marks, id=name)
+        yield pytest.param(name, marks=_marks(name), id=name)
+
+
+def _in_turn(names, choices):
+    """(name, *choice) for every name and choice (a value or a tuple);
+    `./dev test` keeps each name's one in turn."""
+    for index, name in enumerate(names):
+        for choice in choices:
+            values = choice if isinstance(choice, tuple) else (choice,)
+            yield tiers.param(name, *values, long=choice != tiers.in_turn(choices, index),
+                              id="-".join((name, *values)), marks=_marks(name))
 
 
 @pytest.mark.parametrize("name", list(_params()))
@@ -35,8 +51,7 @@ def test_gpu_forms_match_eager_float64(name: str) -> None:
     run_in_gpu_forms(CASES[name])
 
 
-@pytest.mark.parametrize("target", list(EXECUTABLE_FORMATS))
-@pytest.mark.parametrize("name", list(_params()))
+@pytest.mark.parametrize("name, target", list(_in_turn(CASES, list(EXECUTABLE_FORMATS))))
 def test_compiles_for_target(name: str, target: str) -> None:
     assert_compiles_for(CASES[name], target)
 
@@ -45,13 +60,21 @@ STRIDED = [name for name, c in CASES.items()
            if max(c.stride) > 1 and not c.transposed and c.output_mask[0] and name not in EXPECTED_FAILURES]
 
 
-@pytest.mark.parametrize("form", ["per-phase", "sub-pixel", "col2im"])
-@pytest.mark.parametrize("name", STRIDED)
+FORMS = ["per-phase", "sub-pixel", "col2im"]
+
+
+@pytest.mark.parametrize("name, form", list(_in_turn(STRIDED, FORMS)))
 def test_every_grad_input_form_matches_eager(name: str, form: str, monkeypatch) -> None:
     """The form rule picks one form per case and target; each must be right
-    everywhere and compile for every target."""
+    everywhere."""
+    monkeypatch.setenv(functional.GRAD_INPUT_FORM_VARIABLE, form)
+    run_and_compare(CASES[name])
+
+
+@pytest.mark.parametrize("name, form, target",
+                         list(_in_turn(STRIDED, [(form, target) for form in FORMS for target in EXECUTABLE_FORMATS])))
+def test_every_grad_input_form_compiles_for_target(name: str, form: str, target: str, monkeypatch) -> None:
+    """... and compile for every target."""
     monkeypatch.setenv(functional.GRAD_INPUT_FORM_VARIABLE, form)
     case = CASES[name]
-    run_and_compare(case)
-    for target in EXECUTABLE_FORMATS:
-        functional.compile(functional.lowered(spec_of(case), case.bias_sizes, target), target)
+    functional.compile(functional.lowered(spec_of(case), case.bias_sizes, target), target)

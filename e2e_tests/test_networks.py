@@ -1,8 +1,9 @@
 """Whole graphs through torch.compile with our backend, compared with eager
 PyTorch in float64 (`graphs`): the random networks of `networks` (their
-count set by IREE_BWDCONV_NETWORKS, CI: 128; their seed by
-IREE_BWDCONV_NETWORK_SEED, CI: `networks.SEED`), and the graphs that once
-came out wrong.
+count set by IREE_BWDCONV_NETWORKS, 128, of which `./dev test` runs the
+first `tiers.NETWORK_ENSEMBLES` ensembles and `--full` all; their seed by
+IREE_BWDCONV_NETWORK_SEED, `networks.SEED`), and the graphs that once came
+out wrong.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import iree_bwdconv
 from iree_bwdconv import iree_faults, lowering, pipeline
 from iree_bwdconv.graph_compiler import import_graph, split_outputs
 
-from . import networks
+from . import networks, tiers
 from .graphs import assert_as_accurate_as_eager, recorded_graphs
 
 COUNT = int(os.environ.get("IREE_BWDCONV_NETWORKS", "128"))
@@ -41,7 +42,7 @@ def backend():
 ENSEMBLES = networks.ensembles(NETWORKS, ENSEMBLE)
 
 
-@pytest.mark.parametrize("ensemble", ENSEMBLES, ids=[e.name for e in ENSEMBLES])
+@pytest.mark.parametrize("ensemble", tiers.first(ENSEMBLES, tiers.NETWORK_ENSEMBLES, [e.name for e in ENSEMBLES]))
 def test_random_networks_match_eager_float64(ensemble, backend):
     assert_as_accurate_as_eager(ensemble, ensemble.example_inputs(), backend, ensemble.describe(), CALLS)
 

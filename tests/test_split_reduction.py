@@ -14,7 +14,7 @@ import math
 
 import pytest
 
-from e2e_tests import cases  # noqa: F401 - registers the cases
+from e2e_tests import cases, tiers  # noqa: F401 - cases registers the cases
 from e2e_tests.harness import run_and_compare, some_tap_reads_data, spec_of
 from e2e_tests.registry import CASES
 from iree_bwdconv import functional, geometry
@@ -26,10 +26,22 @@ from iree_bwdconv.plan import tuning
 # GPU targets where `plan.grad_weight.grouped_contraction_applies`, forced here on
 # every grouped case. Cases whose every read is padding have a zero weight
 # gradient and nothing to split.
-FORMS_OF_CASES = [(name, form) for name, case in CASES.items()
-                  if case.output_mask[1] and some_tap_reads_data(spec_of(case))
-                  for form in ("im2col", "contraction", "rows")
-                  if form != "rows" or not (case.groups > 1 or case.transposed or case.dynamic_batch)]
+# `./dev test` forces one of a case's forms, in turn; `--full` every one.
+
+
+def _forms_of_cases() -> list:
+    names = [name for name, case in CASES.items() if case.output_mask[1] and some_tap_reads_data(spec_of(case))]
+    params = []
+    for index, name in enumerate(names):
+        case = CASES[name]
+        forms = [form for form in ("im2col", "contraction", "rows")
+                 if form != "rows" or not (case.groups > 1 or case.transposed or case.dynamic_batch)]
+        params += [tiers.param(name, form, long=form != tiers.in_turn(forms, index), id=f"{name}-{form}")
+                   for form in forms]
+    return params
+
+
+FORMS_OF_CASES = _forms_of_cases()
 MIN_CHUNK, TARGET = 3, 1 << 30
 
 
@@ -73,7 +85,7 @@ def test_split_weight_gradient_matches_eager_float64(name: str, form: str, gpu_f
     run_and_compare(case)
 
 
-HALF_GROUPED_CASES = [name for name, form in FORMS_OF_CASES
+HALF_GROUPED_CASES = [name for name, form in (param.values for param in FORMS_OF_CASES)
                       if form == "contraction" and CASES[name].groups > 1 and CASES[name].dtype in ("f16", "bf16")]
 
 

@@ -1,0 +1,41 @@
+"""Which part of each long test matrix `./dev test` runs.
+
+The e2e matrices (every grad_input form of every strided case, every case
+for every GPU target, the random sweep, the random networks, the split-K
+forms) take most of the suite's time, nearly all of it in iree-compile.
+`./dev test`, which CI runs on two cores, takes a part of each: every case
+in one of its forms or targets, in turn, so that each form and each target
+still meets a third or half of the cases, and the first draws of each
+random matrix. The rest is marked `long` and runs with `./dev test --full`
+(the root conftest deselects it otherwise).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence, TypeVar
+
+import pytest
+
+LONG = pytest.mark.long
+
+# Of the seeded random matrices, the draws `./dev test` runs.
+SWEEP_CASES = 60
+SWEEP_GPU_CASES = 20
+NETWORK_ENSEMBLES = 6
+
+T = TypeVar("T")
+
+
+def in_turn(choices: Sequence[T], index: int) -> T:
+    """The one of `choices` that the index-th case takes in `./dev test`."""
+    return choices[index % len(choices)]
+
+
+def param(*values: object, long: bool, id: str | None = None, marks: Sequence = ()) -> object:
+    """A parametrization, marked `long` where `./dev test` leaves it out."""
+    return pytest.param(*values, id=id, marks=[*marks, *([LONG] if long else [])])
+
+
+def first(values: Sequence[T], count: int, ids: Sequence[str]) -> list:
+    """`values` as parametrizations, all but the first `count` marked `long`."""
+    return [param(value, long=index >= count, id=name) for index, (value, name) in enumerate(zip(values, ids))]
