@@ -26,7 +26,7 @@ from iree_bwdconv.plan import tuning
 # GPU targets where `plan.grad_weight.grouped_contraction_applies`, forced here on
 # every grouped case. Cases whose every read is padding have a zero weight
 # gradient and nothing to split.
-# `./dev test` forces one of a case's forms, in turn; `--full` every one.
+# `./dev test` forces one of a case's forms, in turn, on every other case; `--full` every one.
 
 
 def _forms_of_cases() -> list:
@@ -36,7 +36,7 @@ def _forms_of_cases() -> list:
         case = CASES[name]
         forms = [form for form in ("im2col", "contraction", "rows")
                  if form != "rows" or not (case.groups > 1 or case.transposed or case.dynamic_batch)]
-        params += [tiers.param(name, form, long=form != tiers.in_turn(forms, index), id=f"{name}-{form}")
+        params += [tiers.param(name, form, long=form != tiers.in_turn(forms, index, every=2), id=f"{name}-{form}")
                    for form in forms]
     return params
 
