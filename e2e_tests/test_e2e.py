@@ -27,13 +27,7 @@ def _params():
 
 
 def _in_turn(names, choices, every: int = 1):
-    """(name, *choice) for every name and choice (a value or a tuple);
-    `./dev test` keeps one in turn of every `every`-th name's."""
-    for index, name in enumerate(names):
-        for choice in choices:
-            values = choice if isinstance(choice, tuple) else (choice,)
-            yield tiers.param(name, *values, long=choice != tiers.in_turn(choices, index, every),
-                              id="-".join((name, *values)), marks=_marks(name))
+    return tiers.each_in_turn(names, lambda name: choices, every, _marks)
 
 
 @pytest.mark.parametrize("name", list(_params()))

@@ -12,7 +12,7 @@ each random matrix. The rest is marked `long` and runs with `./dev test --full`
 
 from __future__ import annotations
 
-from typing import Sequence, TypeVar
+from typing import Callable, Iterator, Sequence, TypeVar
 
 import pytest
 
@@ -37,6 +37,20 @@ def in_turn(choices: Sequence[T], index: int, every: int = 1) -> T | None:
 def param(*values: object, long: bool, id: str | None = None, marks: Sequence = ()) -> object:
     """A parametrization, marked `long` where `./dev test` leaves it out."""
     return pytest.param(*values, id=id, marks=[*marks, *([LONG] if long else [])])
+
+
+def each_in_turn(names: Sequence[str], choices_of: Callable[[str], Sequence], every: int = 1,
+                 marks_of: Callable[[str], Sequence] = lambda name: ()) -> Iterator[object]:
+    """(name, *choice) for every name and each of its choices (a value or a
+    tuple), as parametrizations; `./dev test` keeps one choice in turn of
+    every `every`-th name's."""
+    for index, name in enumerate(names):
+        choices = choices_of(name)
+        kept = in_turn(choices, index, every)
+        for choice in choices:
+            values = choice if isinstance(choice, tuple) else (choice,)
+            yield param(name, *values, long=choice != kept, id="-".join((name, *map(str, values))),
+                        marks=marks_of(name))
 
 
 def first(values: Sequence[T], count: int, ids: Sequence[str]) -> list:

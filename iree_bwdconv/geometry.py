@@ -205,7 +205,6 @@ def transposed_from_insertion(
     return padding, output_padding
 
 
-
 @dataclass(frozen=True)
 class Phase:
     """One residue class of grad_input positions along one dim.

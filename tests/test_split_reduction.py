@@ -26,22 +26,19 @@ from iree_bwdconv.plan import tuning
 # GPU targets where `plan.grad_weight.grouped_contraction_applies`, forced here on
 # every grouped case. Cases whose every read is padding have a zero weight
 # gradient and nothing to split.
-# `./dev test` forces one of a case's forms, in turn, on every other case; `--full` every one.
+# `./dev test` forces one of a case's forms, in turn, on every other case;
+# `--full` every one.
 
 
-def _forms_of_cases() -> list:
-    names = [name for name, case in CASES.items() if case.output_mask[1] and some_tap_reads_data(spec_of(case))]
-    params = []
-    for index, name in enumerate(names):
-        case = CASES[name]
-        forms = [form for form in ("im2col", "contraction", "rows")
-                 if form != "rows" or not (case.groups > 1 or case.transposed or case.dynamic_batch)]
-        params += [tiers.param(name, form, long=form != tiers.in_turn(forms, index, every=2), id=f"{name}-{form}")
-                   for form in forms]
-    return params
+def _forms(name: str) -> list[str]:
+    case = CASES[name]
+    return [form for form in ("im2col", "contraction", "rows")
+            if form != "rows" or not (case.groups > 1 or case.transposed or case.dynamic_batch)]
 
 
-FORMS_OF_CASES = _forms_of_cases()
+FORMS_OF_CASES = list(tiers.each_in_turn(
+    [name for name, case in CASES.items() if case.output_mask[1] and some_tap_reads_data(spec_of(case))],
+    _forms, every=2))
 MIN_CHUNK, TARGET = 3, 1 << 30
 
 
