@@ -32,7 +32,7 @@ def compile_lowering(lower: Callable[[LoweringOptions], str], options: LoweringO
     target = options.target
     mlir = lower(options)
     try:
-        return pipeline.iree_compile(mlir, target, timeout_s=timeout_s)
+        return pipeline.iree_compile(mlir, target, timeout_s=timeout_s, repro_dir=options.repro_dir)
     except PipelineError as error:
         if target == "cpu":
             raise
@@ -41,7 +41,7 @@ def compile_lowering(lower: Callable[[LoweringOptions], str], options: LoweringO
     if plain == mlir:
         raise first
     try:
-        vmfb = pipeline.iree_compile(plain, target, timeout_s=timeout_s)
+        vmfb = pipeline.iree_compile(plain, target, timeout_s=timeout_s, repro_dir=options.repro_dir)
     except PipelineError as second:
         raise first from second
     what = "would compute the lowering's usual forms wrongly" if isinstance(first, WrongCodeError) else "failed on the lowering's usual forms"

@@ -82,7 +82,7 @@ def _executed(spec: ConvBackwardSpec, gradient: int, options: LoweringOptions, d
     alone = dataclasses.replace(spec, output_mask=tuple(i == gradient for i in range(3)))
     if gradient == 0 and decided.grad_input and decided.grad_input.form == "kernel":
         return (spec.batch or 1) * spec.in_channels * spec.out_channels * math.prod(spec.output_spatial)
-    return multiply_adds.executed(functional.lowered(alone, None, options))
+    return multiply_adds.executed(functional.lowered(alone, None, options), repro_dir=options.repro_dir)
 
 
 def plan_lines(decided: Plan, options: LoweringOptions) -> list[str]:
@@ -115,8 +115,9 @@ def explain_spec(spec: ConvBackwardSpec, options: LoweringOptions, *, dispatches
     lines.extend(f"  multiply-adds{per}: {line}" for line in work)
     bias = (spec.out_channels,) if spec.output_mask[2] else None
     if dispatches:
-        flow = pipeline.iree_compile_to(functional.lowered(spec, bias, options), options.target, "flow")
-        work = multiply_adds.in_flow(flow)
+        flow = pipeline.iree_compile_to(functional.lowered(spec, bias, options), options.target, "flow",
+                                        repro_dir=options.repro_dir)
+        work = multiply_adds.in_flow(flow, options.repro_dir)
         lines.append(f"  dispatches: {work.dispatches} ({work.executables} executables)")
     if module_ir is None:
         module_ir = str(lowering.import_module(functional.ConvolutionBackward(spec, bias),
@@ -155,7 +156,7 @@ def explain_file(text: str, options: LoweringOptions, *, dispatches: bool = True
     whole module's, as the torch.compile backend keys it."""
     module = lowering.parse_torch_mlir(text)
     with module.context:
-        lowering.to_torch_backend(module, "linalg")
+        lowering.to_torch_backend(module, "linalg", options.repro_dir)
         out: list[str] = []
         for index, op in enumerate(lowering.ops_named(module, lowering.patterns.convolution_backward.ROOT), 1):
             spec, why_not = replacement.check_convolution_backward(op)

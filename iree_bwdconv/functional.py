@@ -32,7 +32,7 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 def compile(mlir: str, target: str = "cpu") -> bytes:  # noqa: A001 - the public name
     """Compile linalg-on-tensors MLIR text to a .vmfb for "cpu", "gfx942" or "cuda"."""
-    return pipeline.iree_compile(mlir, target)
+    return pipeline.iree_compile(mlir, target, repro_dir=options_for(target).repro_dir)
 
 
 class ConvolutionBackward(torch.nn.Module):
@@ -160,7 +160,8 @@ def compiled_module(spec: ConvBackwardSpec, bias_sizes: Optional[tuple[int, ...]
         cached = _cache.get(key)
     if cached is not None:
         return cached
-    loaded = LoadedModule(compiled_vmfb(spec, bias_sizes, options), options.target)
+    loaded = LoadedModule(compiled_vmfb(spec, bias_sizes, options), options.target,
+                          cuda_cache_bytes=options.cuda_cache_bytes)
     with _cache_lock:
         return _cache.setdefault(key, loaded)
 

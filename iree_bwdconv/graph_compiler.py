@@ -211,7 +211,7 @@ class CompiledGraph:
         imported = gm if isinstance(gm, ImportedGraph) else import_for_iree(gm, stats, options.target)
         self._inputs, self._slots = imported.inputs, imported.slots
         self._module: Optional[LoadedModule] = None
-        self._target, self._stats = options.target, stats
+        self._target, self._stats, self._cuda_cache_bytes = options.target, stats, options.cuda_cache_bytes
         self.vmfb: Optional[bytes] = None
         if imported.graph_ir is None:
             return
@@ -247,7 +247,7 @@ class CompiledGraph:
         a device this machine lacks (gfx942 here) still works."""
         if self._module is None:
             loading = time.perf_counter()
-            self._module = LoadedModule(self.vmfb, self._target)
+            self._module = LoadedModule(self.vmfb, self._target, cuda_cache_bytes=self._cuda_cache_bytes)
             self._stats.add(load_s=time.perf_counter() - loading)
         return self._module
 

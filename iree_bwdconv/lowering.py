@@ -71,14 +71,16 @@ def _check_backend(backend: str) -> None:
         raise ValueError(f"backend={backend!r}: expected one of {', '.join(BACKENDS)}")
 
 
-def to_torch_backend(raw: ir.Module, backend: str) -> None:
-    """Raw torch IR -> torch backend contract, the op kept legal for linalg."""
+def to_torch_backend(raw: ir.Module, backend: str, repro_dir: Optional[str] = None) -> None:
+    """Raw torch IR -> torch backend contract, the op kept legal for linalg
+    (`repro_dir`: where a failure saves its input)."""
     _check_backend(backend)
     legal = f"{{backend-legal-ops={CONVOLUTION_BACKWARD}}}" if backend == "linalg" else ""
     pipeline.run_pipeline(
         raw,
         f"builtin.module(func.func(torch-match-quantized-custom-ops), {pipeline.TORCH_BACKEND}{legal})",
         "torch backend pipeline",
+        repro_dir=repro_dir,
     )
 
 
@@ -109,13 +111,13 @@ def lower_torch(raw: ir.Module, backend: str = "linalg", options: Union[Lowering
     usual forms); with room after CUDA's f16/bf16 contraction operands where
     they ask for it (`operand_room`)."""
     options = as_options(options)
-    to_torch_backend(raw, backend)
+    to_torch_backend(raw, backend, options.repro_dir)
     if backend == "linalg":
         rewrite_convolution_backward(raw, options)
     backend_pipeline = f"builtin.module({_BACKEND_PIPELINES[backend]})"
     if extern_kernels.declares_kernels(raw):
         backend_pipeline = pipeline.linalg_backend_without_contract_check(raw.context)
-    pipeline.run_pipeline(raw, backend_pipeline, f"{backend} backend pipeline")
+    pipeline.run_pipeline(raw, backend_pipeline, f"{backend} backend pipeline", repro_dir=options.repro_dir)
     text = str(raw)
     # Both steps need IREE's bindings: one parse serves them.
     steps = [step for step, wanted in ((extern_kernels.link_module, extern_kernels.calls_kernels(text)),

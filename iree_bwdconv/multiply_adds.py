@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Optional
 
 from iree.compiler import ir
 
@@ -55,10 +56,10 @@ def _contractions(root: ir.Operation, dynamic_batch: int) -> int:
                for op in iree_ir.ops_where(root, _is_contraction))
 
 
-def executed(linalg: str, dynamic_batch: int = 1) -> int:
+def executed(linalg: str, dynamic_batch: int = 1, repro_dir: Optional[str] = None) -> int:
     """Multiply-adds of every contraction in `linalg` (named ones
     generalized first); a dynamic size counts `dynamic_batch`."""
-    generic = pipeline.run_iree_pipeline(linalg, _GENERALIZE, "generalize named ops")
+    generic = pipeline.run_iree_pipeline(linalg, _GENERALIZE, "generalize named ops", repro_dir=repro_dir)
     with ir.Context(), ir.Location.unknown():
         return _contractions(ir.Module.parse(generic), dynamic_batch)
 
@@ -76,8 +77,8 @@ class FlowWork:
     executables: int
 
 
-def in_flow(flow: str) -> FlowWork:
-    generic = pipeline.run_iree_pipeline(flow, _GENERALIZE, "generalize named ops")
+def in_flow(flow: str, repro_dir: Optional[str] = None) -> FlowWork:
+    generic = pipeline.run_iree_pipeline(flow, _GENERALIZE, "generalize named ops", repro_dir=repro_dir)
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(generic)
         # A hal.executable is our CUDA kernel's: its multiply-adds are not linalg's to count.

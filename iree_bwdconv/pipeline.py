@@ -2,7 +2,8 @@
 
 Every failure leaves its input IR in a file and names the one command that
 reproduces it (torch-mlir-opt or iree-compile, both installed with the
-stack). Files go to $IREE_BWDCONV_REPRO_DIR, else a temp folder.
+stack). Files go to the caller's `repro_dir` (`LoweringOptions.repro_dir`,
+which the edges read from $IREE_BWDCONV_REPRO_DIR), else a temp folder.
 
 Every module first has its windowed inputs cropped where IREE would
 refuse them (`exact_windows`). A module compiled for the CPU then gets
@@ -87,9 +88,6 @@ def keyed_flags(flags: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(f"{flag} ({host_cpu()})" if flag == HOST_CPU_FLAG else flag for flag in flags)
 
 
-REPRO_DIR_VARIABLE = "IREE_BWDCONV_REPRO_DIR"
-
-
 def _private_folder(path: Path) -> bool:
     """Whether `path` is a folder of this user's that no one else may write."""
     try:
@@ -99,12 +97,11 @@ def _private_folder(path: Path) -> bool:
     return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o022
 
 
-def repro_dir() -> Path:
-    """Where failing IR is saved: $IREE_BWDCONV_REPRO_DIR, else a folder of
+def repro_dir(configured: Optional[str] = None) -> Path:
+    """Where failing IR is saved: the `configured` folder, else a folder of
     this user's in the temp folder (0700). Where neither can be used (the
-    variable names a file, another user made the folder), a new private
+    setting names a file, another user made the folder), a new private
     temp folder: the failure being reported must not turn into this one."""
-    configured = os.environ.get(REPRO_DIR_VARIABLE)
     path = Path(configured) if configured else Path(tempfile.gettempdir()) / f"iree-bwdconv-repro-{os.getuid()}"
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -115,8 +112,8 @@ def repro_dir() -> Path:
     return path
 
 
-def _save(text: Union[str, bytes], stem: str) -> Path:
-    folder = repro_dir()
+def _save(text: Union[str, bytes], stem: str, configured: Optional[str]) -> Path:
+    folder = repro_dir(configured)
     try:
         fd, name = tempfile.mkstemp(prefix=f"{stem}-", suffix=".mlir", dir=folder)
     except OSError:  # a read-only or full folder the user named
@@ -132,19 +129,20 @@ def _tool(name: str) -> str:
     return str(beside) if beside.exists() else (shutil.which(name) or name)
 
 
-def run_pipeline(module: ir.Module, pipeline: str, stage: str) -> None:
-    """Run a textual pass pipeline in place, e.g. "builtin.module(...)"."""
+def run_pipeline(module: ir.Module, pipeline: str, stage: str, *, repro_dir: Optional[str] = None) -> None:
+    """Run a textual pass pipeline in place, e.g. "builtin.module(...)"
+    (`repro_dir`: where a failure saves its input, as every step here)."""
     before = module.operation.get_asm(enable_debug_info=True)
     try:
         with module.context:
             PassManager.parse(pipeline).run(module.operation)
     except ir.MLIRError as err:
-        path = _save(before, stage.replace(" ", "_"))
+        path = _save(before, stage.replace(" ", "_"), repro_dir)
         command = f"{_tool('torch-mlir-opt')} --pass-pipeline={shlex.quote(pipeline)} {path}"
         raise PipelineError(stage, str(err), str(path), command) from None
 
 
-def run_iree_pipeline(text: str, pipeline: str, stage: str) -> str:
+def run_iree_pipeline(text: str, pipeline: str, stage: str, *, repro_dir: Optional[str] = None) -> str:
     """`text` through a textual pass pipeline in IREE's own bindings (for IR
     torch-mlir's cannot parse: linalg with IREE's ops), as text."""
     from iree.compiler import ir as iree
@@ -155,7 +153,7 @@ def run_iree_pipeline(text: str, pipeline: str, stage: str) -> str:
             module = iree.Module.parse(text)
             IreePassManager.parse(pipeline).run(module.operation)
         except iree.MLIRError as err:
-            path = _save(text, stage.replace(" ", "_"))
+            path = _save(text, stage.replace(" ", "_"), repro_dir)
             command = f"{_tool('iree-opt')} --pass-pipeline={shlex.quote(pipeline)} {path}"
             raise PipelineError(stage, str(err), str(path), command) from None
         return str(module)
@@ -190,33 +188,36 @@ def load_torch_conversion_dialect(context: ir.Context) -> None:
 
 
 def iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...] = (), *, as_given: bool = False,
-                 timeout_s: Optional[float] = None) -> bytes:
+                 timeout_s: Optional[float] = None, repro_dir: Optional[str] = None) -> bytes:
     """Compile MLIR text (linalg on tensors) to a .vmfb for `target`
     (`as_given`: without the CPU's copies, CUDA's refusal or the faults'
     flags, to show what they are for, or to time code known to be wrong;
     `timeout_s`: refuse, as a failure, a compile that takes longer)."""
     if as_given:
         return _run_iree_compile(mlir, target, extra_flags, "module.vmfb", judged=False, workarounds=False,
-                                 timeout_s=timeout_s)[0]
-    return _run_iree_compile(for_target(mlir, target), target, extra_flags, "module.vmfb", timeout_s=timeout_s)[0]
+                                 timeout_s=timeout_s, repro_dir=repro_dir)[0]
+    return _run_iree_compile(for_target(mlir, target), target, extra_flags, "module.vmfb", timeout_s=timeout_s,
+                             repro_dir=repro_dir)[0]
 
 
-def judged_compile(mlir: str, target: str,
-                   extra_flags: tuple[str, ...] = ()) -> tuple[bytes, list]:
+def judged_compile(mlir: str, target: str, extra_flags: tuple[str, ...] = (), *,
+                   repro_dir: Optional[str] = None) -> tuple[bytes, list]:
     """As `iree_compile`, but code it would refuse as wrong is returned with
     what is wrong in it, from the same one compile: for benchmarks that
     time or check such code."""
-    return _run_iree_compile(for_target(mlir, target), target, extra_flags, "module.vmfb", refuse=False)
+    return _run_iree_compile(for_target(mlir, target), target, extra_flags, "module.vmfb", refuse=False,
+                             repro_dir=repro_dir)
 
 
 def iree_compile_to(mlir: str, target: str, phase: str, extra_flags: tuple[str, ...] = (), *,
-                    as_given: bool = False) -> str:
+                    as_given: bool = False, repro_dir: Optional[str] = None) -> str:
     """Stop iree-compile after `phase` (e.g. "flow") and return that IR as
     text (`as_given` as for `iree_compile`)."""
     flags = (*extra_flags, f"--compile-to={phase}")
     if as_given:
-        return _run_iree_compile(mlir, target, flags, "out.mlir", judged=False, workarounds=False)[0].decode()
-    return _run_iree_compile(for_target(mlir, target), target, flags, "out.mlir")[0].decode()
+        return _run_iree_compile(mlir, target, flags, "out.mlir", judged=False, workarounds=False,
+                                 repro_dir=repro_dir)[0].decode()
+    return _run_iree_compile(for_target(mlir, target), target, flags, "out.mlir", repro_dir=repro_dir)[0].decode()
 
 
 def for_target(mlir: str, target: str) -> str:
@@ -278,20 +279,21 @@ def _sweep_scratch() -> None:
 
 
 def _run_iree_compile(mlir: str, target: str, extra_flags: tuple[str, ...], output: str, judged: bool = True,
-                      refuse: bool = True, workarounds: bool = True,
-                      timeout_s: Optional[float] = None) -> tuple[bytes, list]:
+                      refuse: bool = True, workarounds: bool = True, timeout_s: Optional[float] = None,
+                      repro_dir: Optional[str] = None) -> tuple[bytes, list]:
     flags = list(compile_flags(target, extra_flags, workarounds))
     return _compile(mlir, flags, output, f"iree-compile for target {target}", f"iree-compile-{target}",
-                    judge=judged and target in JUDGED_TARGETS, refuse=refuse, timeout_s=timeout_s)
+                    judge=judged and target in JUDGED_TARGETS, refuse=refuse, timeout_s=timeout_s, repro_dir=repro_dir)
 
 
 def compile_command_line(source: Union[str, bytes], flags: Sequence[str], output: str, stage: str, *,
-                         judge: bool = False) -> bytes:
+                         judge: bool = False, repro_dir: Optional[str] = None) -> bytes:
     """iree-compile on `source` with the flags of someone's own command line
     (`iree-bwdconv-compile`'s: no target flags added), its output as bytes
     (`output` names its kind: "module.vmfb", "out.mlir"); `judge`: refuse
     code of CUDA's MMA loop-order fault (`mma_order`) as WrongCodeError."""
-    return _compile(source, list(flags), output, stage, "iree-bwdconv-compile", judge=judge, refuse=True)[0]
+    return _compile(source, list(flags), output, stage, "iree-bwdconv-compile", judge=judge, refuse=True,
+                    repro_dir=repro_dir)[0]
 
 
 def run_command_line(argv: Sequence[str], stdin: Optional[bytes] = None) -> int:
@@ -302,7 +304,8 @@ def run_command_line(argv: Sequence[str], stdin: Optional[bytes] = None) -> int:
 
 
 def _compile(mlir: Union[str, bytes], flags: list[str], output: str, stage: str, stem: str, *, judge: bool,
-             refuse: bool, timeout_s: Optional[float] = None, widen: bool = True) -> tuple[bytes, list]:
+             refuse: bool, timeout_s: Optional[float] = None, widen: bool = True,
+             repro_dir: Optional[str] = None) -> tuple[bytes, list]:
     """`judge`: read IREE's configured CUDA dispatches for its faults'
     marks (`mma_order`, `mma_padding`); `widen`: compile once more with
     the overreading contractions widened, where there are any."""
@@ -337,14 +340,14 @@ def _compile(mlir: Union[str, bytes], flags: list[str], output: str, stage: str,
                 try:
                     if wider != mlir:
                         return _compile(wider, flags, output, stage, stem, judge=judge, refuse=refuse,
-                                        timeout_s=timeout_s, widen=False)
+                                        timeout_s=timeout_s, widen=False, repro_dir=repro_dir)
                 except WrongCodeError:
                     raise
                 except PipelineError as failed:  # IREE's f32 code for it failed: refuse the overreads
                     widening_failed = failed
             if not ((wrong or overreads) and refuse):
                 return out.read_bytes(), [*wrong, *overreads]
-    path = _save(mlir, stem)
+    path = _save(mlir, stem, repro_dir)
     command = shlex.join([_tool("iree-compile"), *flags, str(path), "-o", f"{path.with_suffix('')}.{output.split('.')[-1]}"])
     # The command dumps the configured dispatches too (to the caller's folder where it named one).
     shown = f" {CONFIGURATIONS_FLAG}={path.with_suffix('')}-configured" if dump else ""

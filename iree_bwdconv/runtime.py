@@ -15,7 +15,6 @@ import contextlib
 import functools
 import gc
 import logging
-import os
 import sys
 import threading
 import time
@@ -47,9 +46,9 @@ log = logging.getLogger("iree_bwdconv")
 # of the same sizes. Without it each CUDA call pays cuMemAlloc and cuMemFree
 # for its results and transients: with it, the strided 1x1 layers' calls
 # ran 1.5x-2.9x faster on an H100 (docs/performance-journal.md, "The runtime's CUDA
-# allocator"). The cache holds at most this many bytes, live buffers
+# allocator"). The cache holds at most `LoweringOptions.cuda_cache_bytes`
+# bytes (the edges read $IREE_BWDCONV_CUDA_CACHE_BYTES), live buffers
 # counted; 0 turns it off.
-CUDA_CACHE_ENV = "IREE_BWDCONV_CUDA_CACHE_BYTES"
 # Buffers from IREE's stream-ordered CUDA pool cannot be exported by DLPack
 # (and IREE's own queue copy out of them ran at 3.6 GB/s on an H100);
 # without the pool, results are plain device allocations that torch copies
@@ -59,14 +58,12 @@ _CUDA_CACHE_SHARE = 4  # of the GPU's memory, by default: torch's allocator need
 _CUDA_CACHE_FALLBACK = 4 << 30  # where torch cannot tell the GPU's memory
 
 
-def cuda_cache_bytes(setting: str | None, gpu_bytes: int | None) -> int:
-    """The cache's capacity: `setting` (the environment's, a count of bytes)
-    if given, else a share of the GPU's memory."""
-    if setting is None or not setting.strip():
-        return gpu_bytes // _CUDA_CACHE_SHARE if gpu_bytes else _CUDA_CACHE_FALLBACK
-    if not setting.strip().isdigit():
-        raise ValueError(f"{CUDA_CACHE_ENV}={setting!r}: expected a count of bytes, 0 or more")
-    return int(setting)
+def cuda_cache_bytes(configured: int | None, gpu_bytes: int | None) -> int:
+    """The cache's capacity: the `configured` count of bytes if given, else
+    a share of the GPU's memory."""
+    if configured is not None:
+        return configured
+    return gpu_bytes // _CUDA_CACHE_SHARE if gpu_bytes else _CUDA_CACHE_FALLBACK
 
 
 def cuda_allocators(capacity: int) -> list[str]:
@@ -85,14 +82,15 @@ def _gpu_bytes() -> int | None:
 _configs: dict[str, ireert.Config] = {}
 
 
-def _shared_config(driver: str) -> ireert.Config:
-    """One device per driver per process: each local-task device owns a thread pool."""
+def _shared_config(driver: str, cache_bytes: int | None) -> ireert.Config:
+    """One device per driver per process: each local-task device owns a
+    thread pool. The first module loaded on CUDA sizes its cache."""
     if driver in _configs:
         return _configs[driver]
     if driver == "cuda":
         # The driver reads its flags when it is created, the first time in the process.
         ireert.flags.parse_flags(*CUDA_FLAGS)
-        capacity = cuda_cache_bytes(os.environ.get(CUDA_CACHE_ENV), _gpu_bytes())
+        capacity = cuda_cache_bytes(cache_bytes, _gpu_bytes())
         device = ireert.get_driver(driver).create_default_device(allocators=cuda_allocators(capacity))
         config = ireert.Config(device=device)
     else:
@@ -101,11 +99,11 @@ def _shared_config(driver: str) -> ireert.Config:
     return config
 
 
-def device_config(target: str) -> ireert.Config:
+def device_config(target: str, cuda_cache_bytes: int | None = None) -> ireert.Config:
     if target not in DRIVERS:
         raise ValueError(f"target={target!r}: expected one of {', '.join(DRIVERS)}")
     with _config_lock:
-        return _shared_config(DRIVERS[target])
+        return _shared_config(DRIVERS[target], cuda_cache_bytes)
 
 
 def release_cached_memory() -> None:
@@ -185,9 +183,12 @@ class LoadedModule:
     # torch as they are (an experiment: benchmarks/crossing_gpu.py).
     copy_results = True
 
-    def __init__(self, vmfb: bytes, target: str = "cpu", function: str = "main") -> None:
+    def __init__(self, vmfb: bytes, target: str = "cpu", function: str = "main", *,
+                 cuda_cache_bytes: int | None = None) -> None:
+        """`cuda_cache_bytes`: the cache of the process's CUDA device, where
+        this module is the first to make it (`cuda_cache_bytes`)."""
         self.target = target
-        self.config = device_config(target)
+        self.config = device_config(target, cuda_cache_bytes)
         self._context = ireert.SystemContext(config=self.config)
         self._context.add_vm_module(ireert.VmModule.copy_buffer(self._context.instance, vmfb))
         self._function = self._context.modules.module[function]

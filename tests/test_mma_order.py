@@ -66,16 +66,15 @@ def _case(name_part: str) -> dict:
     return case
 
 
-@pytest.fixture(autouse=True)
-def repro_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("IREE_BWDCONV_REPRO_DIR", str(tmp_path))
+@pytest.fixture
+def repro_dir(tmp_path):
     return tmp_path
 
 
 def test_a_cuda_module_whose_dispatch_runs_n_before_m_is_refused(repro_dir):
     text = grid.module_text(_case("Abkm_Bkn_Cbnm_bnmk"))  # 1.35 of the largest value off on the H100
     with pytest.raises(WrongCodeError) as err:
-        pipeline.iree_compile(text, "cuda")
+        pipeline.iree_compile(text, "cuda", repro_dir=str(repro_dir))
     assert "matmul_like_2x128x256x192_f16xf16xf32" in str(err.value) and "N before M" in str(err.value)
     saved = Path(err.value.repro_path)
     assert saved.parent == repro_dir and saved.read_text() == text

@@ -233,14 +233,12 @@ def test_the_key_names_the_host_cpu(monkeypatch):
 def test_a_repro_folder_naming_a_file_does_not_hide_the_compile_error(tmp_path, monkeypatch):
     taken = tmp_path / "a file"
     taken.write_text("")
-    monkeypatch.setenv(pipeline.REPRO_DIR_VARIABLE, str(taken))
     with pytest.raises(iree_bwdconv.PipelineError, match="iree-compile for target cpu") as error:
-        pipeline.iree_compile("func.func @main( {", "cpu")
+        pipeline.iree_compile("func.func @main( {", "cpu", repro_dir=str(taken))
     assert Path(error.value.repro_path).read_text() == "func.func @main( {"
 
 
-def test_the_default_repro_folder_is_this_users_alone(monkeypatch):
-    monkeypatch.delenv(pipeline.REPRO_DIR_VARIABLE, raising=False)
+def test_the_default_repro_folder_is_this_users_alone():
     folder = pipeline.repro_dir()
     info = folder.stat()
     assert str(os.getuid()) in folder.name and info.st_uid == os.getuid() and not info.st_mode & 0o077

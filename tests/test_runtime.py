@@ -12,6 +12,8 @@ import pytest
 import torch
 
 from iree_bwdconv import runtime
+from iree_bwdconv.errors import InvalidArgumentError
+from iree_bwdconv.options import CUDA_CACHE_VARIABLE, LoweringOptions, from_environment
 
 CPU, CUDA0, CUDA1 = torch.device("cpu"), torch.device("cuda", 0), torch.device("cuda", 1)
 
@@ -59,20 +61,27 @@ def test_exit_hook_imports_nothing():
 
 
 @pytest.mark.parametrize("setting, gpu_bytes, expected", [
-    (None, 80 << 30, 20 << 30),  # a quarter of the GPU: torch's allocator needs the rest
-    ("", 80 << 30, 20 << 30),
-    (None, None, 4 << 30),       # torch cannot tell the GPU's memory
+    ("", 80 << 30, 20 << 30),    # a quarter of the GPU: torch's allocator needs the rest
+    ("", None, 4 << 30),         # torch cannot tell the GPU's memory
     ("1073741824", 80 << 30, 1 << 30),
     (" 0 ", 80 << 30, 0),        # no cache
 ])
 def test_cuda_cache_capacity(setting, gpu_bytes, expected):
-    assert runtime.cuda_cache_bytes(setting, gpu_bytes) == expected
+    """The environment's setting, read at an edge, sizes the cache."""
+    options = from_environment("cuda", {CUDA_CACHE_VARIABLE: setting})
+    assert runtime.cuda_cache_bytes(options.cuda_cache_bytes, gpu_bytes) == expected
 
 
 @pytest.mark.parametrize("setting", ["-1", "4gib", "1.5", "many"])
 def test_cuda_cache_capacity_refuses_what_is_not_a_count(setting):
-    with pytest.raises(ValueError, match=rf"{runtime.CUDA_CACHE_ENV}='{setting}'"):
-        runtime.cuda_cache_bytes(setting, 80 << 30)
+    with pytest.raises(InvalidArgumentError, match=rf"{CUDA_CACHE_VARIABLE}='{setting}'"):
+        from_environment("cuda", {CUDA_CACHE_VARIABLE: setting})
+
+
+def test_the_cuda_cache_changes_no_cache_key():
+    """Nor does the folder for failing IR: neither changes a module."""
+    assert (LoweringOptions("cuda", cuda_cache_bytes=0, repro_dir="/tmp/x").cache_key()
+            == LoweringOptions("cuda").cache_key())
 
 
 def _device_bytes(device, key: str) -> int:

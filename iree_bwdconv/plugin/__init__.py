@@ -53,8 +53,9 @@ def compile_command_line(source: Union[str, bytes], line: CommandLine) -> Compil
     else:
         done = compile_source(source, line, options)
     if done.output is None:
-            done.output = pipeline.compile_command_line(source, line.with_phases(line.compile_from, line.compile_to),
-                                                    line.output_kind, "iree-compile")
+        repro_dir = options.repro_dir if options else lowering_options.repro_dir_from_environment()
+        done.output = pipeline.compile_command_line(source, line.with_phases(line.compile_from, line.compile_to),
+                                                    line.output_kind, "iree-compile", repro_dir=repro_dir)
     return done
 
 

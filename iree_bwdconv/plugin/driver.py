@@ -65,7 +65,7 @@ def _compile_source(source: Union[str, bytes], line: CommandLine, options: Lower
         text = torch.text or source
         try:
             text = pipeline.compile_command_line(text, line.with_phases("start", "input"), "out.mlir",
-                                                 "IREE's input phase").decode()
+                                                 "IREE's input phase", repro_dir=options.repro_dir).decode()
         except PipelineError as err:
             return _fallen_back(done, err) if done.rewritten else done
     if torch_judged:
@@ -88,7 +88,8 @@ def _compile_source(source: Union[str, bytes], line: CommandLine, options: Lower
     try:
         done.output = pipeline.compile_command_line(text, flags, line.output_kind,
                                                     "iree-compile after iree-bwdconv's rewrites",
-                                                    judge=options.target in pipeline.JUDGED_TARGETS)
+                                                    judge=options.target in pipeline.JUDGED_TARGETS,
+                                                    repro_dir=options.repro_dir)
     except PipelineError as err:
         return _fallen_back(done, err)
     return done

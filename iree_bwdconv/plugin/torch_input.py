@@ -72,7 +72,7 @@ def rewrite(source: Union[str, bytes], options: LoweringOptions) -> Rewritten:
         return Rewritten(log=[f"torch input: not read as torch-dialect IR ({module})"])
     with module.context:
         if any(map(_is_onnx_conv_transpose, lowering.ops_named(module, ONNX_OPERATOR))):
-            pipeline.run_pipeline(module, ONNX_TO_TORCH, "ONNX to torch")
+            pipeline.run_pipeline(module, ONNX_TO_TORCH, "ONNX to torch", repro_dir=options.repro_dir)
         ops = lowering.ops_named(module, BACKWARD) + lowering.ops_named(module, CONVOLUTION)
         result = Rewritten()
         taken = 0

@@ -265,5 +265,6 @@ def rewrite_text(text: str, options: LoweringOptions) -> Rewritten:
         symbols = [f"{SYMBOL}_{index}" for index in range(len(found))]
         replace(module, found, functions_text(list(zip((one.call for one in found), symbols))), symbols)
         text = str(module)
-    return Rewritten(text=pipeline.run_iree_pipeline(text, INLINE, "inline iree-bwdconv's replacements"),
+    return Rewritten(text=pipeline.run_iree_pipeline(text, INLINE, "inline iree-bwdconv's replacements",
+                                                     repro_dir=options.repro_dir),
                      count=len(found), log=log)
