@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from iree_bwdconv import compile_cache, pipeline
+from iree_bwdconv.compiler import compile_cache, pipeline
 
 _DUMPS = ("--iree-hal-dump", "--dump-")
 

@@ -7,7 +7,7 @@ into the contraction's indexing map. The barrier made every call wait on
 the host between two submissions (0.2-0.3 ms on the H100 in a module that
 also computes the weight gradient); the taps are now gathered by flat
 index, which IREE keeps as a dispatch of its own without a barrier
-(`iree_bwdconv.tap_tables`). These helpers rebuild the barrier'd forms:
+(`iree_bwdconv.builders.tap_tables`). These helpers rebuild the barrier'd forms:
 
 - `mark` + `insert_barriers`: a benchmark that builds its own IR marks a
   value in torch-mlir's context; after torch-mlir's pipeline the mark
@@ -25,7 +25,7 @@ from iree.compiler import ir as iree_ir
 from iree.compiler.dialects import util
 from torch_mlir import ir
 
-from iree_bwdconv.iree_ir import ops_where
+from iree_bwdconv.compiler.iree_ir import ops_where
 
 ATTRIBUTE = "iree_bwdconv.materialize"
 
@@ -64,7 +64,7 @@ def insert_barriers(text: str) -> str:
 
 
 def _is_tap_gather(op: iree_ir.Operation) -> bool:
-    """A tap gather of `iree_bwdconv.tap_tables`: a generic with no input
+    """A tap gather of `iree_bwdconv.builders.tap_tables`: a generic with no input
     whose one result is flat and whose body extracts from the weight (the
     weave's gather has no input either, but a result of rank 3 or more)."""
     if op.name != "linalg.generic" or len(op.operands) != 1 or len(op.results) != 1:

@@ -18,8 +18,9 @@ from typing import Callable
 
 import torch
 
-from iree_bwdconv import pipeline, runtime
-from iree_bwdconv.pipeline import _tool
+from iree_bwdconv.compiler import pipeline
+from iree_bwdconv.run import runtime
+from iree_bwdconv.compiler.pipeline import _tool
 
 from . import modules
 from .shapes import Shape

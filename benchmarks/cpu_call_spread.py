@@ -24,7 +24,8 @@ from unittest import mock
 
 import torch
 
-from iree_bwdconv import caller_thread, pipeline, runtime
+from iree_bwdconv.run import caller_thread, runtime
+from iree_bwdconv.compiler import pipeline
 
 from . import cpu, modules
 

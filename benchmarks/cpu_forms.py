@@ -13,8 +13,8 @@ from typing import Callable
 import torch
 
 import iree_bwdconv
-from iree_bwdconv import pipeline
-from iree_bwdconv.runtime import LoadedModule
+from iree_bwdconv.compiler import pipeline
+from iree_bwdconv.run.runtime import LoadedModule
 
 from . import modules
 from .forms import GradWeightAsConv

@@ -21,7 +21,7 @@ from unittest import mock
 
 import torch
 
-from iree_bwdconv import pipeline
+from iree_bwdconv.compiler import pipeline
 from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.functional import spec_of
 from iree_bwdconv.plan import grad_weight as gw

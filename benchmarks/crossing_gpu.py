@@ -26,8 +26,8 @@ import torch
 
 from benchmarks.profile_train_gpu import step_arguments
 from benchmarks.train_gpu import Trainer
-from iree_bwdconv import runtime
-from iree_bwdconv.dynamo import Backend
+from iree_bwdconv.run import runtime
+from iree_bwdconv.torch_compile.dynamo import Backend
 from iree_bwdconv.models import MODELS, SyntheticImages
 from iree_bwdconv.training import AMP_DTYPES, forward_backward
 

@@ -1,5 +1,5 @@
 """Runs on the GPU machine: each module of a `cuda_tensors` manifest called
-through `iree_bwdconv.runtime.LoadedModule` with torch tensors on cuda:0
+through `iree_bwdconv.run.runtime.LoadedModule` with torch tensors on cuda:0
 (DLPack into IREE, results copied on the GPU) and with the same tensors on
 the CPU (copied through host arrays). Checks that the two agree bit for
 bit, that both are within tolerance of torch's float64 gradients, that the
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from iree_bwdconv.runtime import LoadedModule
+from iree_bwdconv.run.runtime import LoadedModule
 from run_on_gpu import TORCH_DTYPES
 
 CALLS = 10

@@ -11,7 +11,7 @@ import re
 import sys
 import warnings
 
-from iree_bwdconv import pipeline
+from iree_bwdconv.compiler import pipeline
 
 from . import cpu, forms
 from .shapes import SHAPES

@@ -25,9 +25,10 @@ import torch
 from torch_mlir import ir
 from torch_mlir.dialects import arith
 
-from iree_bwdconv import functional, geometry, lowering, pipeline
+from iree_bwdconv import functional, geometry, lowering
+from iree_bwdconv.compiler import pipeline
 from iree_bwdconv.options import LoweringOptions
-from iree_bwdconv.runtime import LoadedModule
+from iree_bwdconv.run.runtime import LoadedModule
 
 # (name, batch, channels, out_channels, size, kernel, stride, padding, groups)
 LAYERS = (

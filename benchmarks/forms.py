@@ -26,7 +26,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from iree_bwdconv import lowering, pipeline
+from iree_bwdconv import lowering
+from iree_bwdconv.compiler import pipeline
 from iree_bwdconv import options as lowering_options
 
 from . import cpu, modules

@@ -1,6 +1,6 @@
 """Forward convolutions on this CPU: torch-mlir's lowering (a named
 convolution: `conv_2d_nchw_fchw`, `conv_2d_ngchw_gfchw` or the depthwise
-op), ours (`patterns/convolution_forward.py`: groups sliced apart, im2col +
+op), ours (`iree_bwdconv/patterns/convolution_forward.py`: groups sliced apart, im2col +
 named matmul where its rule says), and torch eager. The rules of that
 pattern (`plan.forward`: `im2col_applies`, `group_split_applies`) rest on this table; for the rows
 the pattern declines, "ours" is the form it declines (see `compiled`), to
@@ -27,7 +27,7 @@ import iree_bwdconv.patterns as patterns
 from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.plan import forward as plan_forward
 from iree_bwdconv.plan import tuning
-from iree_bwdconv.runtime import LoadedModule
+from iree_bwdconv.run.runtime import LoadedModule
 
 
 class Layer(NamedTuple):

@@ -1,5 +1,5 @@
 """The forward convolution of 1x1 kernels in f32 on the GPU: the forward
-pattern's im2col gather and named matmul (`patterns/convolution_forward.py`)
+pattern's im2col gather and named matmul (`iree_bwdconv/patterns/convolution_forward.py`)
 against torch-mlir's named convolution of the same layer (the pattern's
 GPU rule switched off) and torch eager, on ResNet-50's strided projections
 and a stride-1 control. Every training step runs these beside the gradients.

@@ -25,9 +25,10 @@ from typing import Callable, Optional, Sequence
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func, linalg, tensor
 
-from iree_bwdconv import contraction_forms as forms
-from iree_bwdconv import linalg_builders as lb
-from iree_bwdconv import lowering, tap_tables
+from iree_bwdconv.builders import contraction_forms as forms
+from iree_bwdconv.builders import linalg_builders as lb
+from iree_bwdconv import lowering
+from iree_bwdconv.builders import tap_tables
 
 from . import modules, tile_override
 from .gpu import grad_input_entries, print_variant_table

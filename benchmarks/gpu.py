@@ -19,7 +19,8 @@ from typing import Optional, Sequence
 
 import torch
 
-from iree_bwdconv import lowering, pipeline
+from iree_bwdconv import lowering
+from iree_bwdconv.compiler import pipeline
 from iree_bwdconv import options as lowering_options
 
 from . import modules

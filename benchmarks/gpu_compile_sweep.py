@@ -20,7 +20,8 @@ from typing import Optional, Sequence
 
 import torch
 
-from iree_bwdconv import functional, geometry, pipeline
+from iree_bwdconv import functional, geometry
+from iree_bwdconv.compiler import pipeline
 from iree_bwdconv import options as lowering_options
 from iree_bwdconv.errors import InvalidArgumentError, PipelineError
 from iree_bwdconv.spec import ConvBackwardSpec

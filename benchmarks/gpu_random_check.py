@@ -36,7 +36,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Optional, Sequence
 
-from iree_bwdconv import functional, geometry, pipeline
+from iree_bwdconv import functional, geometry
+from iree_bwdconv.compiler import pipeline
 from iree_bwdconv import options as lowering_options
 from iree_bwdconv.errors import InvalidArgumentError, PipelineError
 

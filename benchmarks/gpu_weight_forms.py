@@ -32,10 +32,11 @@ from unittest import mock
 import torch
 from torch_mlir import ir
 
-from iree_bwdconv import contraction_forms as forms
-from iree_bwdconv import functional, gradients, lowering, weight_rows
-from iree_bwdconv import linalg_builders as lb
-from iree_bwdconv.linalg_builders import PARALLEL, REDUCTION
+from iree_bwdconv.builders import contraction_forms as forms
+from iree_bwdconv import functional, lowering
+from iree_bwdconv.builders import gradients, weight_rows
+from iree_bwdconv.builders import linalg_builders as lb
+from iree_bwdconv.builders.linalg_builders import PARALLEL, REDUCTION
 from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.plan import Plan
 from iree_bwdconv.plan import forward as plan_forward

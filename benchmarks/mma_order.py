@@ -1,7 +1,7 @@
 """Which f16/bf16 contractions IREE 3.13's CUDA code gets wrong: one
 batched GEMM, C[b] = A[b] x B, in every layout of its operands and its
 result and three orders of its loops, with f32 accumulation; the evidence
-behind `iree_bwdconv.mma_order` (docs/performance-journal.md, "Loop order and the
+behind `iree_bwdconv.compiler.mma_order` (docs/performance-journal.md, "Loop order and the
 MMA intrinsics").
 
     ./dev python -m benchmarks.mma_order prepare DIR   # here: DIR/*.mlir, *.vmfb, cases.json
@@ -100,7 +100,7 @@ def cases() -> list[dict]:
 
 
 def prepare(folder: Path) -> None:
-    from iree_bwdconv import pipeline
+    from iree_bwdconv.compiler import pipeline
 
     folder.mkdir(parents=True, exist_ok=True)
     described = []
@@ -151,7 +151,7 @@ def run(folder: Path) -> None:
 
 
 def _judged(case, target: str) -> str:
-    from iree_bwdconv import mma_order, pipeline
+    from iree_bwdconv.compiler import mma_order, pipeline
     from iree_bwdconv.errors import PipelineError
 
     from . import gpu_check

@@ -1,5 +1,5 @@
 """Which contractions of the models' f16 training graphs IREE 3.13's CUDA
-code would read past an operand's end with (`iree_bwdconv.mma_padding`),
+code would read past an operand's end with (`iree_bwdconv.compiler.mma_padding`),
 and what the compile does with them: widened to f32, or refused. Static,
 on this machine: each model's forward and backward graphs (in f16, batch
 32 at 128x128 unless told) are recorded on the CPU and compiled for CUDA.
@@ -17,9 +17,11 @@ import torch
 from functorch.compile import make_boxed_func
 from torch._dynamo.backends.common import aot_autograd
 
-from iree_bwdconv import graph_compiler, iree_faults, lowering, mma_padding, pipeline
+from iree_bwdconv.torch_compile import graph_compiler
+from iree_bwdconv.compiler import iree_faults, mma_padding, pipeline
+from iree_bwdconv import lowering
 from iree_bwdconv.errors import PipelineError
-from iree_bwdconv.graph_compiler import CompileStats
+from iree_bwdconv.torch_compile.graph_compiler import CompileStats
 from iree_bwdconv.models import MODELS, SyntheticImages
 
 DEFAULT_MODELS = ("resnet18", "resnet50", "mobilenet_v2", "unet")

@@ -13,7 +13,9 @@ from unittest import mock
 
 import torch
 
-from iree_bwdconv import lowering, pipeline, tap_tables
+from iree_bwdconv import lowering
+from iree_bwdconv.compiler import pipeline
+from iree_bwdconv.builders import tap_tables
 from iree_bwdconv import options as lowering_options
 from iree_bwdconv.errors import PipelineError
 from iree_bwdconv.functional import ConvolutionBackward, spec_of

@@ -19,11 +19,12 @@ from typing import Callable, Sequence
 import torch
 from torch import nn
 
-from iree_bwdconv import cpu_conv_store, iree_faults, lowering, pipeline
+from iree_bwdconv.compiler import cpu_conv_store, iree_faults, pipeline
+from iree_bwdconv import lowering
 from iree_bwdconv import options as lowering_options
-from iree_bwdconv.graph_compiler import import_graph, split_outputs
+from iree_bwdconv.torch_compile.graph_compiler import import_graph, split_outputs
 from iree_bwdconv.models import MODELS, SyntheticImages
-from iree_bwdconv.runtime import LoadedModule
+from iree_bwdconv.run.runtime import LoadedModule
 
 # (model, batch size, image size), as benchmarks/train_step.py runs them.
 WORKLOADS = (("demo", 16, 32), ("resnet18", 4, 64))

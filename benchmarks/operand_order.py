@@ -25,9 +25,9 @@ from pathlib import Path
 
 from torch_mlir import ir
 
-from iree_bwdconv import contraction_forms as forms
-from iree_bwdconv import linalg_builders as lb
-from iree_bwdconv.linalg_builders import PARALLEL, REDUCTION
+from iree_bwdconv.builders import contraction_forms as forms
+from iree_bwdconv.builders import linalg_builders as lb
+from iree_bwdconv.builders.linalg_builders import PARALLEL, REDUCTION
 
 from . import barriers, modules
 from .gemm_1x1 import ONE_BY_ONE, _module, _placed

@@ -1,7 +1,7 @@
 """What $IREE_BWDCONV_OPERAND_ROOM costs on CUDA: each shape's module of
 all three gradients (and of grad_input alone) as the lowering emits it
 and with room after its f16/bf16 contraction operands
-(`iree_bwdconv.operand_room`), timed side by side by `run_on_gpu.py`.
+(`iree_bwdconv.compiler.operand_room`), timed side by side by `run_on_gpu.py`.
 
     ./dev python -m benchmarks.operand_room prepare DIR [MATCH]   # here
     python3 benchmarks/run_on_gpu.py DIR DIR/results.json        # there
@@ -15,7 +15,7 @@ import re
 import sys
 from pathlib import Path
 
-from iree_bwdconv import operand_room
+from iree_bwdconv.compiler import operand_room
 
 from . import modules
 from .gpu import ALL_SHAPES

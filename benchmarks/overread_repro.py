@@ -64,7 +64,7 @@ def module_text(m: int, n: int, k: int) -> str:
 
 
 def prepare(folder: Path) -> None:
-    from iree_bwdconv import pipeline
+    from iree_bwdconv.compiler import pipeline
 
     folder.mkdir(parents=True, exist_ok=True)
     for name, sizes in VARIANTS.items():

@@ -19,7 +19,8 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from typing import Sequence
 
-from iree_bwdconv import functional, pipeline
+from iree_bwdconv import functional
+from iree_bwdconv.compiler import pipeline
 
 from .gpu_compile_sweep import spec_of
 from .gpu_random_check import draws

@@ -28,7 +28,9 @@ import torch
 
 from benchmarks.forward_cpu import median_ms
 from benchmarks.transposed_forward import BATCH, GPU_BATCH, LAYERS, Layer, _module, _useful, eager_entry
-from iree_bwdconv import geometry, multiply_adds, pipeline, plugin, runtime
+from iree_bwdconv import geometry, multiply_adds, plugin
+from iree_bwdconv.compiler import pipeline
+from iree_bwdconv.run import runtime
 
 GFX942 = ("--iree-hal-target-device=hip", "--iree-rocm-target=gfx942")
 CUDA = ("--iree-hal-target-device=cuda", "--iree-cuda-target=sm_80")

@@ -17,7 +17,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from benchmarks.train_gpu import Trainer
-from iree_bwdconv.dynamo import Backend
+from iree_bwdconv.torch_compile.dynamo import Backend
 from iree_bwdconv.models import MODELS, SyntheticImages
 from iree_bwdconv.training import AMP_DTYPES
 

@@ -22,7 +22,7 @@ REPETITIONS = 5
 TIMEOUT_S = 45
 
 
-# As `iree_bwdconv.runtime` creates its CUDA device (tests/test_runtime.py
+# As `iree_bwdconv.run.runtime` creates its CUDA device (tests/test_runtime.py
 # checks that the two agree): no stream-ordered pool, and IREE's caching
 # allocator, here of 16 GiB, more than any benchmark module's buffers.
 RUNTIME_FLAGS = ("--cuda_async_allocations=false", "--device_allocator=caching:device_local=*;17179869184;64")

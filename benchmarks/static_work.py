@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import sys
 
-from iree_bwdconv import pipeline
+from iree_bwdconv.compiler import pipeline
 from iree_bwdconv.errors import PipelineError
 
 from . import ir_stats, modules

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from iree_bwdconv import pipeline
+from iree_bwdconv.compiler import pipeline
 
 from . import cpu, modules
 from .shapes import Shape

@@ -35,7 +35,7 @@ from typing import Callable, Optional
 
 import torch
 
-from iree_bwdconv.dynamo import Backend
+from iree_bwdconv.torch_compile.dynamo import Backend
 from iree_bwdconv.models import MODELS, SyntheticImages
 from iree_bwdconv.training import AMP_DTYPES, forward_backward, loss_scaler, update
 

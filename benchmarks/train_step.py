@@ -5,7 +5,7 @@ reported apart, and so is our lowering's own share of it.
 
 Each workload runs twice, in a fresh process each time: with libgomp's
 default spinning and with GOMP_SPINCOUNT limited as `iree-bwdconv train`
-limits it (`iree_bwdconv.openmp`), since the variable only counts when set
+limits it (`iree_bwdconv.run.openmp`), since the variable only counts when set
 before torch is imported.
 
     ./dev python -m benchmarks.train_step [--steps N] [--out results.md]
@@ -29,7 +29,7 @@ from typing import Optional
 import torch
 
 import iree_bwdconv
-from iree_bwdconv import openmp
+from iree_bwdconv.run import openmp
 from iree_bwdconv.models import MODELS, SyntheticImages
 from iree_bwdconv.training import forward_backward
 

@@ -1,5 +1,5 @@
 """Strided transposed convolutions, forward: the static work of ours (the
-plan's grad_input forms, `patterns/convolution_transposed.py`) against
+plan's grad_input forms, `iree_bwdconv/patterns/convolution_transposed.py`) against
 torch-mlir's lowering (zeros inserted between the input's elements), in
 the flow IR of a target: multiply-adds executed over useful, and dispatches.
 
@@ -21,7 +21,8 @@ from pathlib import Path
 
 import torch
 
-from iree_bwdconv import geometry, lowering, multiply_adds, patterns, pipeline
+from iree_bwdconv import geometry, lowering, multiply_adds, patterns
+from iree_bwdconv.compiler import pipeline
 from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.spec import layer_spec
 

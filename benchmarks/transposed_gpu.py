@@ -29,9 +29,10 @@ from unittest import mock
 import torch
 from torch_mlir import ir
 
-from iree_bwdconv import contraction_forms as forms
-from iree_bwdconv import functional, geometry, lowering, transposed
-from iree_bwdconv import linalg_builders as lb
+from iree_bwdconv.builders import contraction_forms as forms
+from iree_bwdconv import functional, geometry, lowering
+from iree_bwdconv.builders import transposed
+from iree_bwdconv.builders import linalg_builders as lb
 from iree_bwdconv import options as lowering_options
 from iree_bwdconv.plan import Plan
 from iree_bwdconv.plan import grad_input as gi

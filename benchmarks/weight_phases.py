@@ -27,12 +27,12 @@ from typing import Callable
 from torch_mlir import ir
 from torch_mlir.dialects import arith, tensor
 
-from iree_bwdconv import contraction_forms as forms
-from iree_bwdconv import linalg_builders as lb
+from iree_bwdconv.builders import contraction_forms as forms
+from iree_bwdconv.builders import linalg_builders as lb
 from iree_bwdconv.plan import Plan
 from iree_bwdconv.plan import grad_weight as gw
 from iree_bwdconv.spec import ConvBackwardSpec
-from iree_bwdconv.tap_tables import gather_blocks, unflatten
+from iree_bwdconv.builders.tap_tables import gather_blocks, unflatten
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,8 @@ import re
 from typing import Iterator, NamedTuple
 from unittest import mock
 
-from iree_bwdconv import functional, geometry, pipeline
+from iree_bwdconv import functional, geometry
+from iree_bwdconv.compiler import pipeline
 from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.plan import grad_weight as gw
 from iree_bwdconv.plan.tuning import for_target

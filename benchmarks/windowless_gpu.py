@@ -1,6 +1,6 @@
 """Convolutions whose window slides along no dim, in f16/bf16 on the GPU:
 widened to f32 (as every such form was until IREE's loop-order fault was
-found: `iree_bwdconv.mma_order`) or kept in their dtype with their
+found: `iree_bwdconv.compiler.mma_order`) or kept in their dtype with their
 positions' loops before their output channels' (`contraction_forms.conv`).
 The forms that widen are the grouped 1x1 grad_input (its one stride phase),
 a grouped layer's phases of one tap, the transposed grad_input and the

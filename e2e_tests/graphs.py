@@ -11,7 +11,7 @@ from typing import Callable, Sequence, Union
 import torch
 from torch import nn
 
-from iree_bwdconv.graph_check import GraphCall, graph_error, recording
+from iree_bwdconv.torch_compile.graph_check import GraphCall, graph_error, recording
 
 Outputs = Union[torch.Tensor, Sequence[torch.Tensor]]
 

@@ -1,5 +1,5 @@
 """torchvision's layouts of RegNet-X-400MF, MobileNetV2 and V3, ShuffleNetV2
-and EfficientNet-B0 (`iree_bwdconv.model_zoo`, random weights) through
+and EfficientNet-B0 (`iree_bwdconv.models.model_zoo`, random weights) through
 torch.compile with our backend: one training step's forward and backward
 pass, graph by graph against eager in float64 (`graphs`), batch 4 at
 64x64: the last stage keeps 2x2 positions, so that its train-mode batch
@@ -18,7 +18,7 @@ import pytest
 import torch
 
 import iree_bwdconv
-from iree_bwdconv.model_zoo import ZOO
+from iree_bwdconv.models.model_zoo import ZOO
 
 from .graphs import assert_as_accurate_as_eager
 

@@ -17,8 +17,9 @@ import torch.nn.functional as F
 from torch import nn
 
 import iree_bwdconv
-from iree_bwdconv import iree_faults, lowering, pipeline
-from iree_bwdconv.graph_compiler import import_graph, split_outputs
+from iree_bwdconv.compiler import iree_faults, pipeline
+from iree_bwdconv import lowering
+from iree_bwdconv.torch_compile.graph_compiler import import_graph, split_outputs
 
 from . import networks, tiers
 from .graphs import assert_as_accurate_as_eager, recorded_graphs

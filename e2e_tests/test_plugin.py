@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from iree_bwdconv import functional, lowering, pipeline, plugin, reference, runtime
+from iree_bwdconv import functional, lowering, plugin, reference
+from iree_bwdconv.compiler import pipeline
+from iree_bwdconv.run import runtime
 from iree_bwdconv.spec import layer_spec
 
 from . import plugin_cases

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from iree_bwdconv import plugin, reference, runtime
+from iree_bwdconv import plugin, reference
+from iree_bwdconv.run import runtime
 
 from .harness import EXECUTABLE_FORMATS
 from .test_plugin import CPU, GPU, INPUTS

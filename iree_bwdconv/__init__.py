@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .errors import (
+from iree_bwdconv.errors import (
     BwdConvError,
     InvalidArgumentError,
     LoweringError,
@@ -23,7 +23,7 @@ from .errors import (
 
 _LAZY = {
     "lower": "lowering",
-    "backend": "dynamo",
+    "backend": "torch_compile.dynamo",
     "compile": "functional",
     "convolution_backward": "functional",
 }

@@ -8,17 +8,18 @@ import warnings
 from pathlib import Path
 from typing import Optional, Sequence
 
-from . import openmp
+from iree_bwdconv.run import openmp
 
 # Before torch is imported (by the modules below): libgomp reads it once.
 openmp.limit_spinning()
 
 from torch_mlir import ir  # noqa: E402
 
-from . import lowering, pipeline  # noqa: E402
-from . import options as lowering_options  # noqa: E402
-from .errors import BwdConvError, InvalidArgumentError  # noqa: E402
-from .options import TARGETS, LoweringOptions  # noqa: E402
+from iree_bwdconv import lowering  # noqa: E402
+from iree_bwdconv.compiler import pipeline  # noqa: E402
+from iree_bwdconv import options as lowering_options  # noqa: E402
+from iree_bwdconv.errors import BwdConvError, InvalidArgumentError  # noqa: E402
+from iree_bwdconv.options import TARGETS, LoweringOptions  # noqa: E402
 
 SPLIT_MARKER = "// -----"
 _PLAIN_FORMS_HELP = ("lower in the plain forms on GPU targets (the direct grad_input, weight gradients in one sum), "
@@ -101,8 +102,8 @@ def cmd_lower(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     """The plan of every convolution of a file, or of one layer, and why."""
-    from . import explain
-    from .spec import layer_spec
+    from iree_bwdconv import explain
+    from iree_bwdconv.spec import layer_spec
 
     options = _options(args)
     if (args.input is None) == (args.layer is None):
@@ -162,7 +163,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from . import demo
+    from iree_bwdconv import demo
 
     return demo.main(args.target)
 
@@ -171,8 +172,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     """Train through torch.compile with our backend beside eager; exit 1 if they diverge."""
     from tqdm import tqdm
 
-    from . import training
-    from .graph_check import RecordingBackend
+    from iree_bwdconv import training
+    from iree_bwdconv.torch_compile.graph_check import RecordingBackend
 
     backend = RecordingBackend(device=args.device, cache_dir=args.cache_dir, cache=not args.no_cache)
 
@@ -222,8 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="iree-bwdconv", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    from .models import MODELS
-    from .training import AMP_DTYPES
+    from iree_bwdconv.models import MODELS
+    from iree_bwdconv.training import AMP_DTYPES
 
     train = sub.add_parser("train", help="train a CNN through torch.compile with our backend, beside eager")
     train.add_argument("--model", choices=tuple(MODELS), default="demo")

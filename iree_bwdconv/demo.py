@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import torch
 
-from . import reference
-from .functional import convolution_backward
+from iree_bwdconv import reference
+from iree_bwdconv.functional import convolution_backward
 
 
 @dataclass(frozen=True)

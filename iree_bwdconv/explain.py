@@ -13,13 +13,15 @@ import dataclasses
 import math
 from typing import Optional
 
-from . import compile_cache, functional, iree_faults, lowering, multiply_adds, pipeline, replacement, torch_ir
-from .errors import InvalidArgumentError
-from .options import LoweringOptions
-from .plan import (ForwardPlan, GradBiasPlan, GradInputPlan, GradWeightPlan, Plan, plan, plan_forward,
+from iree_bwdconv.compiler import compile_cache, iree_faults, pipeline
+from iree_bwdconv import functional, lowering, multiply_adds
+from iree_bwdconv.builders import replacement, torch_ir
+from iree_bwdconv.errors import InvalidArgumentError
+from iree_bwdconv.options import LoweringOptions
+from iree_bwdconv.plan import (ForwardPlan, GradBiasPlan, GradInputPlan, GradWeightPlan, Plan, plan, plan_forward,
                    plan_transposed_forward)
-from .plan.rules import RULES
-from .spec import ConvBackwardSpec
+from iree_bwdconv.plan.rules import RULES
+from iree_bwdconv.spec import ConvBackwardSpec
 
 FORWARD = "torch.aten.convolution"
 

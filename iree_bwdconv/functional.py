@@ -11,13 +11,13 @@ from typing import Optional, Sequence, Union
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
-from . import compile_fallback, pipeline
-from . import options as lowering_options
-from .errors import InvalidArgumentError
-from .lowering import lower
-from .options import LoweringOptions
-from .runtime import LoadedModule
-from .spec import ConvBackwardSpec, make_spec, strict_bool
+from iree_bwdconv.compiler import compile_fallback, pipeline
+from iree_bwdconv import options as lowering_options
+from iree_bwdconv.errors import InvalidArgumentError
+from iree_bwdconv.lowering import lower
+from iree_bwdconv.options import LoweringOptions
+from iree_bwdconv.run.runtime import LoadedModule
+from iree_bwdconv.spec import ConvBackwardSpec, make_spec, strict_bool
 
 GRAD_INPUT_FORM_VARIABLE = lowering_options.GRAD_INPUT_FORM_VARIABLE
 _DTYPE_NAMES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}

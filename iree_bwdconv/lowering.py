@@ -18,9 +18,10 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
 import iree_bwdconv.patterns as patterns
 
-from . import extern_kernels, iree_ir, operand_room, pipeline, pool_backward
-from .errors import LoweringError
-from .options import LoweringOptions
+from iree_bwdconv.compiler import extern_kernels, iree_ir, operand_room, pipeline
+from iree_bwdconv.torch_compile import pool_backward
+from iree_bwdconv.errors import LoweringError
+from iree_bwdconv.options import LoweringOptions
 
 BACKENDS = ("linalg", "tosa", "stablehlo")
 CONVOLUTION_BACKWARD = "aten.convolution_backward"

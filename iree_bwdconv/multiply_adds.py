@@ -11,8 +11,9 @@ from typing import Optional
 
 from iree.compiler import ir
 
-from . import geometry, iree_ir, pipeline
-from .spec import ConvBackwardSpec
+from iree_bwdconv import geometry
+from iree_bwdconv.compiler import iree_ir, pipeline
+from iree_bwdconv.spec import ConvBackwardSpec
 
 _GENERALIZE = "builtin.module(linalg-generalize-named-ops)"  # every op, dispatches and util.func too
 _MULTIPLIES = ("arith.mulf", "arith.muli")

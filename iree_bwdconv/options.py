@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from .errors import InvalidArgumentError
+from iree_bwdconv.errors import InvalidArgumentError
 
 TARGETS = ("cpu", "gfx942", "cuda")
 # grad_input forms of a strided data gradient; "auto" lets the rules pick

@@ -11,8 +11,8 @@ import operator
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from . import geometry
-from .errors import InvalidArgumentError, UnsupportedDtypeError
+from iree_bwdconv import geometry
+from iree_bwdconv.errors import InvalidArgumentError, UnsupportedDtypeError
 
 SUPPORTED_DTYPES = ("f32", "f16", "bf16")
 MIN_SPATIAL_RANK, MAX_SPATIAL_RANK = 1, 3

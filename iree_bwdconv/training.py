@@ -16,9 +16,9 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from .dynamo import Backend
-from .graph_check import GraphError, RecordingBackend, largest_error
-from .models import MODELS, SyntheticImages
+from iree_bwdconv.torch_compile.dynamo import Backend
+from iree_bwdconv.torch_compile.graph_check import GraphError, RecordingBackend, largest_error
+from iree_bwdconv.models import MODELS, SyntheticImages
 
 
 # --amp's choices: torch.autocast's dtype, "off" for none.

@@ -12,9 +12,10 @@ from torch import nn
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.aot_autograd import make_boxed_func
 
-from iree_bwdconv import batch_reductions, lowering
-from iree_bwdconv.batch_reductions import MIN_VALUES, batch_and_positions, split_batch_reductions
-from iree_bwdconv.graph_compiler import CompileStats, import_for_iree
+from iree_bwdconv.torch_compile import batch_reductions
+from iree_bwdconv import lowering
+from iree_bwdconv.torch_compile.batch_reductions import MIN_VALUES, batch_and_positions, split_batch_reductions
+from iree_bwdconv.torch_compile.graph_compiler import CompileStats, import_for_iree
 
 aten = torch.ops.aten
 
@@ -89,7 +90,7 @@ def test_only_gpu_targets_split(tmp_path):
 def test_split_graphs_through_iree(tmp_path):
     """The split forward and backward compile for CUDA, and, compiled for
     this CPU, compute what eager does."""
-    from iree_bwdconv.graph_compiler import CompiledGraph
+    from iree_bwdconv.torch_compile.graph_compiler import CompiledGraph
 
     torch.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU())

@@ -10,7 +10,9 @@ import threading
 import pytest
 import torch
 
-from iree_bwdconv import caller_thread, lowering, pipeline, runtime
+from iree_bwdconv.run import caller_thread, runtime
+from iree_bwdconv import lowering
+from iree_bwdconv.compiler import pipeline
 
 
 def _in_new_thread(body) -> None:

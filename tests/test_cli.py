@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from iree_bwdconv import lowering, training
-from iree_bwdconv.graph_check import GraphError
+from iree_bwdconv.torch_compile.graph_check import GraphError
 from tests.test_backends import ConvBackward2D, plain_2d
 
 
@@ -38,7 +38,7 @@ def test_compile_then_run(raw_torch_mlir, tmp_path):
     assert cli("lower", str(raw_torch_mlir), "-o", str(linalg)).returncode == 0
     proc = cli("compile", str(linalg), "--target", "cpu", "-o", str(tmp_path / "conv.vmfb"))
     assert proc.returncode == 0, proc.stderr
-    from iree_bwdconv.runtime import run
+    from iree_bwdconv.run.runtime import run
 
     dy, x, w = plain_2d()
     got = run((tmp_path / "conv.vmfb").read_bytes(), (dy, x, w))

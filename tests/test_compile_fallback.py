@@ -12,7 +12,9 @@ import torch
 
 from benchmarks import gpu_compile_sweep
 from e2e_tests.harness import EXECUTABLE_FORMATS
-from iree_bwdconv import compile_fallback, functional, pipeline, reference, runtime
+from iree_bwdconv.compiler import compile_fallback, pipeline
+from iree_bwdconv import functional, reference
+from iree_bwdconv.run import runtime
 from iree_bwdconv.errors import PipelineError, PlainFormsWarning, WrongCodeError
 from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.plan import grad_input as gi
@@ -55,8 +57,10 @@ class _Compiler:
     def __init__(self, failing: set[int]) -> None:
         self.failing, self.inputs = failing, []
 
-    def __call__(self, mlir: str, target: str, timeout_s: Optional[float] = None) -> bytes:
+    def __call__(self, mlir: str, target: str, timeout_s: Optional[float] = None,
+                 repro_dir: Optional[str] = None) -> bytes:
         self.inputs.append(mlir)
+        self.repro_dir = repro_dir
         if len(self.inputs) in self.failing:
             raise PipelineError(f"iree-compile for target {target}", "error: no", f"/repro/{len(self.inputs)}.mlir",
                                 f"iree-compile /repro/{len(self.inputs)}.mlir")
@@ -67,9 +71,10 @@ class _WrongCodeCompiler(_Compiler):
     """pipeline.iree_compile that refuses the calls numbered in `failing`
     as code IREE computes wrongly."""
 
-    def __call__(self, mlir: str, target: str, timeout_s: Optional[float] = None) -> bytes:
+    def __call__(self, mlir: str, target: str, timeout_s: Optional[float] = None,
+                 repro_dir: Optional[str] = None) -> bytes:
         try:
-            return super().__call__(mlir, target, timeout_s)
+            return super().__call__(mlir, target, timeout_s, repro_dir)
         except PipelineError as error:
             raise WrongCodeError(error.stage, "N before M", error.repro_path, error.command) from None
 
@@ -82,8 +87,9 @@ def test_a_failed_gpu_compile_is_tried_again_in_the_plain_forms(monkeypatch):
     compiler = _Compiler({1})
     monkeypatch.setattr(pipeline, "iree_compile", compiler)
     with pytest.warns(PlainFormsWarning, match="/repro/1.mlir"):
-        assert compile_fallback.compile_lowering(_lower, LoweringOptions(target="gfx942")) == b"plain"
+        assert compile_fallback.compile_lowering(_lower, LoweringOptions(target="gfx942", repro_dir="/r")) == b"plain"
     assert compiler.inputs == ["usual", "plain"]
+    assert compiler.repro_dir == "/r"  # the options' folder for failing IR reaches every compile
 
 
 def test_usual_forms_refused_as_wrong_code_are_tried_again_in_the_plain_forms(monkeypatch):

@@ -1,4 +1,4 @@
-"""The forward pattern on the CPU (`patterns/convolution_forward.py`):
+"""The forward pattern on the CPU (`iree_bwdconv/patterns/convolution_forward.py`):
 grouped convolutions split by group, ungrouped ones as im2col + matmul
 where the rule says so, everything else left to torch-mlir; every form
 checked against eager PyTorch in float64."""
@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 import iree_bwdconv
-from iree_bwdconv.runtime import LoadedModule
+from iree_bwdconv.run.runtime import LoadedModule
 
 # (module, input shape, contraction expected): every form the pattern emits.
 CASES = [

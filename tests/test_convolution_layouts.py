@@ -11,7 +11,7 @@ import pytest
 from iree.compiler import ir
 from iree.compiler.dialects import linalg
 
-from iree_bwdconv import iree_ir
+from iree_bwdconv.compiler import iree_ir
 from iree_bwdconv.plugin.convolution_layouts import ConvolutionLayouts, convolution_layouts
 
 NAMED = re.compile(r"^(depthwise_)?conv_([123])d_([a-z]+)_([a-z]+)$")

@@ -1,4 +1,4 @@
-"""`iree_bwdconv.cpu_conv_store`: a copy between a convolution's result and
+"""`iree_bwdconv.compiler.cpu_conv_store`: a copy between a convolution's result and
 its insert into a larger tensor, where IREE 3.13's CPU code would store it
 to the wrong places (docs/performance-journal.md, "A batchless convolution on the
 CPU")."""
@@ -8,7 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from iree_bwdconv import cpu_conv_store, functional, pipeline, reference, runtime
+from iree_bwdconv.compiler import cpu_conv_store, pipeline
+from iree_bwdconv import functional, reference
+from iree_bwdconv.run import runtime
 
 from specs import spec_nd
 

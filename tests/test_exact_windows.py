@@ -1,4 +1,4 @@
-"""`iree_bwdconv.exact_windows`: inputs read by a window with one output
+"""`iree_bwdconv.compiler.exact_windows`: inputs read by a window with one output
 position cropped to the span read, where IREE 3.13 would refuse them
 (`iree_faults.UNIT_WINDOW_FOLD`)."""
 
@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 
 import iree_bwdconv
-from iree_bwdconv import exact_windows, iree_faults, pipeline, runtime
+from iree_bwdconv.compiler import exact_windows, iree_faults, pipeline
+from iree_bwdconv.run import runtime
 
 
 @pytest.mark.parametrize("terms, constant, extents, span", [

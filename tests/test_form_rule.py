@@ -196,7 +196,9 @@ def test_gpu_lowering_of_half_precision_phases_is_right_on_the_cpu(kernel, paddi
     eager float64: the IR is right whatever a GPU's code generation does
     with it. CUDA's own kernel, which takes ungrouped 1x1 layers, is kept
     out: its PTX cannot run here (gfx942 gets these forms)."""
-    from iree_bwdconv import pipeline, reference, runtime
+    from iree_bwdconv.compiler import pipeline
+    from iree_bwdconv import reference
+    from iree_bwdconv.run import runtime
 
     monkeypatch.setenv(GRAD_INPUT_FORM_VARIABLE, form)
     monkeypatch.setattr(gi, "kernel_why_not", lambda spec, options: "run on the CPU here")
@@ -341,7 +343,9 @@ def test_gpu_f32_stride_1_grad_input_forms_right_on_the_cpu(channels, kernel, fo
     flipped weight as it is (its reduction dim first), or im2col + the
     named matmul; lowered for CUDA, compiled for and run on the CPU, against
     eager float64."""
-    from iree_bwdconv import pipeline, reference, runtime
+    from iree_bwdconv.compiler import pipeline
+    from iree_bwdconv import reference
+    from iree_bwdconv.run import runtime
 
     generator = torch.Generator().manual_seed(0)
     dy = torch.randn(2, 32, 6, 6, generator=generator)

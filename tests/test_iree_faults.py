@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 import torch
 
-from iree_bwdconv import iree_faults, mma_order, mma_padding, pipeline, runtime
+from iree_bwdconv.compiler import iree_faults, mma_order, mma_padding, pipeline
+from iree_bwdconv.run import runtime
 from iree_bwdconv.errors import PipelineError, WrongCodeError
-from iree_bwdconv.iree_faults import FAULTS, Fault
+from iree_bwdconv.compiler.iree_faults import FAULTS, Fault
 
 
 def _partial_write_in_flow(fault: Fault, target: str, workarounds: bool) -> bool:

@@ -1,5 +1,5 @@
 """The 1x1 grad_input kernel for CUDA (`kernels.catalog`,
-`plan.grad_input.kernel_why_not`, `patterns/convolution_backward_kernel.py`,
+`plan.grad_input.kernel_why_not`, `iree_bwdconv/patterns/convolution_backward_kernel.py`,
 `extern_kernels`): which layers
 take it, the arguments and blocks it computes with, and the dispatch the
 lowering makes of it. Its numbers are checked on a GPU
@@ -13,7 +13,8 @@ import re
 import pytest
 import torch
 
-from iree_bwdconv import extern_kernels, functional, geometry, pipeline
+from iree_bwdconv.compiler import extern_kernels, pipeline
+from iree_bwdconv import functional, geometry
 from iree_bwdconv import options as lowering_options
 from iree_bwdconv.kernels import catalog
 from iree_bwdconv.options import LoweringOptions

@@ -19,7 +19,9 @@ import torch
 
 from benchmarks import gpu_check
 from benchmarks import mma_order as grid
-from iree_bwdconv import contraction_forms, functional, mma_order, pipeline
+from iree_bwdconv.builders import contraction_forms
+from iree_bwdconv import functional
+from iree_bwdconv.compiler import mma_order, pipeline
 from iree_bwdconv.errors import WrongCodeError
 from iree_bwdconv.plan import grad_weight as gw
 

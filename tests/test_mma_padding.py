@@ -12,7 +12,9 @@ import pytest
 import torch
 
 from benchmarks import gpu_compile_sweep, overread_repro
-from iree_bwdconv import compile_fallback, functional, iree_faults, mma_padding, pipeline, runtime
+from iree_bwdconv.compiler import compile_fallback, iree_faults, mma_padding, pipeline
+from iree_bwdconv import functional
+from iree_bwdconv.run import runtime
 from iree_bwdconv.errors import PlainFormsWarning, WrongCodeError
 
 REPRODUCER = iree_faults.CUDA_MMA_PADDING_OVERREAD.reproducer()

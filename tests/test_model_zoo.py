@@ -9,9 +9,9 @@ import pytest
 import torch
 from torch import nn
 
-from iree_bwdconv import model_zoo
-from iree_bwdconv.model_zoo import ZOO
-from iree_bwdconv.resnets import RESNETS
+from iree_bwdconv.models import model_zoo
+from iree_bwdconv.models.model_zoo import ZOO
+from iree_bwdconv.models.resnets import RESNETS
 
 NETWORKS = {**ZOO, **RESNETS}
 

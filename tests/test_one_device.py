@@ -10,7 +10,10 @@ import pytest
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
-from iree_bwdconv import graph_compiler, lowering, pipeline, runtime
+from iree_bwdconv.torch_compile import graph_compiler
+from iree_bwdconv import lowering
+from iree_bwdconv.compiler import pipeline
+from iree_bwdconv.run import runtime
 from iree_bwdconv.errors import PipelineError
 
 CUDA = torch.device("cuda", 0)

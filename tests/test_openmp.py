@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from iree_bwdconv import openmp
+from iree_bwdconv.run import openmp
 
 PROBE = "import os, sys, iree_bwdconv.cli; print(os.environ.get('GOMP_SPINCOUNT'), 'torch' in sys.modules)"
 

@@ -1,4 +1,4 @@
-"""$IREE_BWDCONV_OPERAND_ROOM (`iree_bwdconv.operand_room`): room after the
+"""$IREE_BWDCONV_OPERAND_ROOM (`iree_bwdconv.compiler.operand_room`): room after the
 f16/bf16 operands of CUDA's contractions, so that IREE's reads one row
 past a padded operand stay in its buffer. Whether memcheck then finds
 nothing is checked on a GPU (docs/performance-journal.md, "Reads past an
@@ -13,9 +13,11 @@ import pytest
 import torch
 from iree.compiler import ir
 
-from iree_bwdconv import functional, operand_room, pipeline, reference, runtime
+from iree_bwdconv import functional, reference
+from iree_bwdconv.compiler import operand_room, pipeline
+from iree_bwdconv.run import runtime
 from iree_bwdconv import options as lowering_options
-from iree_bwdconv.iree_ir import ops_where
+from iree_bwdconv.compiler.iree_ir import ops_where
 
 from specs import spec_nd
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from iree_bwdconv import functional, pipeline, reference, runtime
+from iree_bwdconv import functional, reference
+from iree_bwdconv.compiler import pipeline
+from iree_bwdconv.run import runtime
 from iree_bwdconv.plan import grad_weight as gw
 
 

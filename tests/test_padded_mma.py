@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 
 from benchmarks import gpu_compile_sweep, overread_repro, padded_mma
-from iree_bwdconv import functional, pipeline
+from iree_bwdconv import functional
+from iree_bwdconv.compiler import pipeline
 
 # Stop 34's grouped 1-D layer whose im2col matmul memcheck caught reading
 # past an allocation: 4 groups of 4 output channels, a reduction of 260.

@@ -203,7 +203,7 @@ def test_the_pattern_follows_the_form():
 
 
 def test_an_edited_rule_or_threshold_changes_the_compile_cache_key():
-    from iree_bwdconv import compile_cache
+    from iree_bwdconv.compiler import compile_cache
 
     names = {path.relative_to(path.parents[1]).as_posix() for path in compile_cache.digested_files()}
     assert {"plan/tuning.py", "plan/grad_input.py", "plan/rules.py"} <= names, sorted(names)

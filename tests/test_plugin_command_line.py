@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from iree_bwdconv import pipeline, plugin
+from iree_bwdconv.compiler import pipeline
+from iree_bwdconv import plugin
 from iree_bwdconv.errors import InvalidArgumentError, PipelineError
 from iree_bwdconv.plugin import command_line, driver
 

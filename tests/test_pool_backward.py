@@ -15,7 +15,7 @@ from torch._functorch.aot_autograd import make_boxed_func
 
 import iree_bwdconv
 from iree_bwdconv import lowering
-from iree_bwdconv.pool_backward import max_pool2d_with_indices_backward
+from iree_bwdconv.torch_compile.pool_backward import max_pool2d_with_indices_backward
 
 aten = torch.ops.aten
 

@@ -17,9 +17,11 @@ import torch
 
 import iree_bwdconv
 import iree_bwdconv.lowering
-from iree_bwdconv import compile_cache, functional, isolation, pipeline
-from iree_bwdconv.compile_cache import CompileCache
-from iree_bwdconv.dynamo import GraphLoweringError
+from iree_bwdconv.compiler import compile_cache, pipeline
+from iree_bwdconv import functional
+from iree_bwdconv.torch_compile import isolation
+from iree_bwdconv.compiler.compile_cache import CompileCache
+from iree_bwdconv.torch_compile.dynamo import GraphLoweringError
 from iree_bwdconv.errors import InvalidArgumentError
 from iree_bwdconv.options import LoweringOptions
 
@@ -330,7 +332,7 @@ def test_a_frames_forward_and_backward_graphs_compile_side_by_side(monkeypatch):
         both_lowering.wait()
         return lower(*args)
 
-    monkeypatch.setattr(iree_bwdconv.isolation, "lower", lower_when_both_are)
+    monkeypatch.setattr(iree_bwdconv.torch_compile.isolation, "lower", lower_when_both_are)
     model, x = _conv_bn_relu(), torch.randn(2, 3, 8, 8, requires_grad=True)
     backend = iree_bwdconv.backend(cache=False, fallback="raise", parallel_compiles=2)
     torch._dynamo.reset()
@@ -388,7 +390,8 @@ import sys, time
 from pathlib import Path
 import torch
 import iree_bwdconv
-from iree_bwdconv import isolation, pipeline
+from iree_bwdconv.torch_compile import isolation
+from iree_bwdconv.compiler import pipeline
 from iree_bwdconv.options import LoweringOptions
 isolation.lower(Path(sys.argv[1]).read_text(), LoweringOptions(target="cpu"), 600)  # starts the lowering worker
 Path(sys.argv[2]).write_text(str(isolation.worker_pids()[0]))

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from iree_bwdconv import functional, lowering, pipeline
+from iree_bwdconv import functional, lowering
+from iree_bwdconv.compiler import pipeline
 from iree_bwdconv.errors import PipelineError
 from iree_bwdconv.options import REPRO_DIR_VARIABLE
 

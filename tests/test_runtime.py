@@ -11,7 +11,7 @@ import sys
 import pytest
 import torch
 
-from iree_bwdconv import runtime
+from iree_bwdconv.run import runtime
 from iree_bwdconv.errors import InvalidArgumentError
 from iree_bwdconv.options import CUDA_CACHE_VARIABLE, LoweringOptions, from_environment
 

@@ -12,10 +12,12 @@ import torch
 from torch import nn
 
 import iree_bwdconv
-from iree_bwdconv import dynamo, operand_room, pipeline, training
+from iree_bwdconv.torch_compile import dynamo
+from iree_bwdconv.compiler import operand_room, pipeline
+from iree_bwdconv import training
 from iree_bwdconv.errors import InvalidArgumentError
 from iree_bwdconv.models import conv_bn
-from iree_bwdconv.resnets import BasicBlock
+from iree_bwdconv.models.resnets import BasicBlock
 
 
 @pytest.fixture
@@ -251,7 +253,7 @@ def test_bad_backend_arguments_are_named(arguments, argument):
 def test_cpu_inputs_cross_without_a_copy():
     from iree import runtime as ireert
 
-    from iree_bwdconv.runtime import LoadedModule
+    from iree_bwdconv.run.runtime import LoadedModule
 
     class Double(nn.Module):
         def forward(self, x):
@@ -292,7 +294,7 @@ def _demo_training_graphs() -> list:
 def test_training_graphs_compile_for_gpu_targets(target, executable_format):
     """The demo model's forward and backward graphs compile for the GPU
     targets (run there by device="hip" / "cuda"; this machine has neither)."""
-    from iree_bwdconv.graph_compiler import CompiledGraph, CompileStats
+    from iree_bwdconv.torch_compile.graph_compiler import CompiledGraph, CompileStats
 
     for gm in _demo_training_graphs():
         compiled = CompiledGraph(gm, target, None, CompileStats())
@@ -302,9 +304,9 @@ def test_training_graphs_compile_for_gpu_targets(target, executable_format):
 def test_a_graph_gfx942_refuses_is_lowered_again_in_the_plain_forms(monkeypatch):
     """Where iree-compile fails on a graph's usual forms, the graph is
     lowered again from its text in the plain forms, and compiled."""
-    from iree_bwdconv import pipeline
+    from iree_bwdconv.compiler import pipeline
     from iree_bwdconv.errors import PipelineError, PlainFormsWarning
-    from iree_bwdconv.graph_compiler import CompiledGraph, CompileStats
+    from iree_bwdconv.torch_compile.graph_compiler import CompiledGraph, CompileStats
 
     compile_for_real, inputs = pipeline.iree_compile, []
 

@@ -1,5 +1,5 @@
 """Strided transposed convolutions, forward, by the plan's grad_input forms
-(`patterns/convolution_transposed.py`): compiled for the CPU, run on the
+(`iree_bwdconv/patterns/convolution_transposed.py`): compiled for the CPU, run on the
 IREE runtime and compared with eager float64; compiled for the GPU targets;
 and checked to multiply no inserted zero."""
 
@@ -8,7 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from iree_bwdconv import lowering, multiply_adds, patterns, pipeline, reference, runtime
+from iree_bwdconv import lowering, multiply_adds, patterns, reference
+from iree_bwdconv.compiler import pipeline
+from iree_bwdconv.run import runtime
 from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.spec import layer_spec
 

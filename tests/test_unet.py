@@ -13,10 +13,10 @@ import pytest
 import torch
 from torch import nn
 
-from iree_bwdconv.graph_check import RecordingBackend, largest_error
+from iree_bwdconv.torch_compile.graph_check import RecordingBackend, largest_error
 from iree_bwdconv.models import MODELS, SyntheticImages
 from iree_bwdconv.training import forward_backward
-from iree_bwdconv.unet import UNet
+from iree_bwdconv.models.unet import UNet
 
 
 @pytest.fixture(autouse=True)

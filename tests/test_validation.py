@@ -7,7 +7,8 @@ import pytest
 import torch
 
 import iree_bwdconv
-from iree_bwdconv import functional, pipeline
+from iree_bwdconv import functional
+from iree_bwdconv.compiler import pipeline
 from iree_bwdconv.errors import InvalidArgumentError, UnsupportedDtypeError
 
 GOOD = dict(bias_sizes=[4], stride=[2, 2], padding=[1, 1], dilation=[1, 1], transposed=False,

@@ -13,7 +13,10 @@ import pytest
 import torch
 
 from benchmarks import weight_phases
-from iree_bwdconv import functional, geometry, gradients, pipeline, reference, runtime
+from iree_bwdconv import functional, geometry, reference
+from iree_bwdconv.builders import gradients
+from iree_bwdconv.compiler import pipeline
+from iree_bwdconv.run import runtime
 
 
 @pytest.mark.parametrize("kernel, stride", list(itertools.product(range(1, 8), range(1, 8))))

@@ -13,7 +13,9 @@ import pytest
 import torch
 
 from benchmarks import weight_rows_tiles
-from iree_bwdconv import functional, geometry, pipeline, reference, runtime
+from iree_bwdconv import functional, geometry, reference
+from iree_bwdconv.compiler import pipeline
+from iree_bwdconv.run import runtime
 from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.plan import grad_weight as gw
 from iree_bwdconv.plan import tuning

@@ -15,21 +15,21 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
-from ..kernels import catalog
-from ..options import LoweringOptions
-from ..spec import ConvBackwardSpec
-from . import forward as _forward
-from . import grad_input as gi
-from . import grad_weight as gw
-from .forward import ForwardPlan, ForwardSpec
-from .grad_input import GradInputPlan
-from .grad_weight import GradBiasPlan, GradWeightPlan
-from .tuning import Tuning, for_target
+from iree_bwdconv.kernels import catalog
+from iree_bwdconv.options import LoweringOptions
+from iree_bwdconv.spec import ConvBackwardSpec
+from iree_bwdconv.plan import forward as _forward
+from iree_bwdconv.plan import grad_input as gi
+from iree_bwdconv.plan import grad_weight as gw
+from iree_bwdconv.plan.forward import ForwardPlan, ForwardSpec
+from iree_bwdconv.plan.grad_input import GradInputPlan
+from iree_bwdconv.plan.grad_weight import GradBiasPlan, GradWeightPlan
+from iree_bwdconv.plan.tuning import Tuning, for_target
 
 __all__ = ["Plan", "GradInputPlan", "GradWeightPlan", "GradBiasPlan", "ForwardPlan", "ForwardSpec",
            "plan", "plan_forward", "plan_transposed_forward", "one_group_spec"]
 
-# The pattern that builds each grad_input form (patterns/).
+# The pattern that builds each grad_input form (iree_bwdconv/patterns/).
 PATTERN_OF_FORM = {"kernel": "convolution_backward_kernel", "per-phase": "convolution_backward_phases",
                    "col2im": "convolution_backward_phases", "sub-pixel": "convolution_backward_phases",
                    "direct": "convolution_backward", "transposed": "convolution_backward", None: "convolution_backward"}
@@ -53,7 +53,7 @@ class Plan:
 
     @property
     def pattern(self) -> str:
-        """The pattern (patterns/) that lowers the op."""
+        """The pattern (iree_bwdconv/patterns/) that lowers the op."""
         return PATTERN_OF_FORM[self.grad_input.form if self.grad_input else None]
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from ..options import LoweringOptions
-from . import targets
-from .tuning import Tuning
+from iree_bwdconv.options import LoweringOptions
+from iree_bwdconv.plan import targets
+from iree_bwdconv.plan.tuning import Tuning
 
 
 @dataclass(frozen=True)

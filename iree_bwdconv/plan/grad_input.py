@@ -13,12 +13,12 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from .. import geometry
-from ..kernels import catalog
-from ..options import LoweringOptions
-from ..spec import ConvBackwardSpec
-from . import targets
-from .tuning import Tuning
+from iree_bwdconv import geometry
+from iree_bwdconv.kernels import catalog
+from iree_bwdconv.options import LoweringOptions
+from iree_bwdconv.spec import ConvBackwardSpec
+from iree_bwdconv.plan import targets
+from iree_bwdconv.plan.tuning import Tuning
 
 Phases = tuple[geometry.Phase, ...]
 STRIDED_FORMS = ("per-phase", "col2im", "sub-pixel")

@@ -12,11 +12,12 @@ import math
 from dataclasses import dataclass
 from typing import Optional
 
-from .. import geometry, iree_faults
-from ..options import LoweringOptions
-from ..spec import ConvBackwardSpec
-from . import targets
-from .tuning import Tuning
+from iree_bwdconv import geometry
+from iree_bwdconv.compiler import iree_faults
+from iree_bwdconv.options import LoweringOptions
+from iree_bwdconv.spec import ConvBackwardSpec
+from iree_bwdconv.plan import targets
+from iree_bwdconv.plan.tuning import Tuning
 
 
 @dataclass(frozen=True)

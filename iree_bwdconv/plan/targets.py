@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .. import geometry
-from .tuning import Tuning
+from iree_bwdconv import geometry
+from iree_bwdconv.plan.tuning import Tuning
 
 
 def half_precision_on_gpu(target: str, dtype: str) -> bool:

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Optional, Sequence, Union
 
 from iree_bwdconv import options as lowering_options
-from iree_bwdconv import pipeline
+from iree_bwdconv.compiler import pipeline
 from iree_bwdconv.errors import InvalidArgumentError
 
-from .command_line import CommandLine, parse
-from .driver import Compiled, compile_source
+from iree_bwdconv.plugin.command_line import CommandLine, parse
+from iree_bwdconv.plugin.driver import Compiled, compile_source
 
 __all__ = ["compile_file", "compile_str", "compile_command_line", "Compiled", "CommandLine", "parse"]
 

@@ -14,12 +14,12 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from iree_bwdconv import pipeline
+from iree_bwdconv.compiler import pipeline
 from iree_bwdconv.errors import InvalidArgumentError
 
-from . import options_for
-from .command_line import EXPLAIN_FLAG, TARGET_FLAG, parse
-from .driver import Compiled, compile_source
+from iree_bwdconv.plugin import options_for
+from iree_bwdconv.plugin.command_line import EXPLAIN_FLAG, TARGET_FLAG, parse
+from iree_bwdconv.plugin.driver import Compiled, compile_source
 
 
 def _theirs(argv: Sequence[str]) -> list[str]:

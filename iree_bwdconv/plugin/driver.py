@@ -16,12 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
-from iree_bwdconv import iree_faults, pipeline
+from iree_bwdconv.compiler import iree_faults, pipeline
 from iree_bwdconv.errors import PipelineError
 from iree_bwdconv.options import LoweringOptions
 
-from . import torch_input, zero_insertion
-from .command_line import PHASES, CommandLine
+from iree_bwdconv.plugin import torch_input, zero_insertion
+from iree_bwdconv.plugin.command_line import PHASES, CommandLine
 
 
 @dataclass

@@ -17,13 +17,14 @@ from typing import Sequence
 from torch_mlir import ir
 from torch_mlir.dialects import arith, func, linalg
 
-from iree_bwdconv import gradients, lowering, replacement
-from iree_bwdconv.contraction_forms import transpose
-from iree_bwdconv import linalg_builders as lb
+from iree_bwdconv.builders import gradients, replacement
+from iree_bwdconv import lowering
+from iree_bwdconv.builders.contraction_forms import transpose
+from iree_bwdconv.builders import linalg_builders as lb
 from iree_bwdconv.patterns import convolution_backward, convolution_backward_kernel, convolution_backward_phases
 from iree_bwdconv.plan import Plan
 
-from .convolution_layouts import BATCH, CHANNEL, FILTER, GROUP
+from iree_bwdconv.plugin.convolution_layouts import BATCH, CHANNEL, FILTER, GROUP
 
 
 @dataclass(frozen=True)

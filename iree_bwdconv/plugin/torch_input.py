@@ -14,13 +14,15 @@ from typing import Union
 
 from torch_mlir import ir
 
-from iree_bwdconv import explain, lowering, patterns, pipeline, replacement, torch_ir
+from iree_bwdconv import explain, lowering, patterns
+from iree_bwdconv.compiler import pipeline
+from iree_bwdconv.builders import replacement, torch_ir
 from iree_bwdconv.errors import InvalidArgumentError
 from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.plan import plan, plan_transposed_forward
 from iree_bwdconv.plan.rules import RULES
 
-from .rewritten import Rewritten
+from iree_bwdconv.plugin.rewritten import Rewritten
 
 BACKWARD = patterns.convolution_backward.ROOT
 CONVOLUTION = patterns.convolution_transposed.ROOT

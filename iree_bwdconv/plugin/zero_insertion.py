@@ -22,15 +22,16 @@ from typing import Optional, Union
 from iree.compiler import ir
 from iree.compiler.dialects import func, linalg
 
-from iree_bwdconv import geometry, iree_ir
+from iree_bwdconv import geometry
+from iree_bwdconv.compiler import iree_ir
 from iree_bwdconv.errors import InvalidArgumentError
 from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.plan import plan_transposed_forward
 from iree_bwdconv.spec import make_spec
 
-from .rewritten import Rewritten
-from .convolution_layouts import BATCH, CHANNEL, FILTER, GROUP, convolution_layouts
-from .replacement_function import InsertedConvolution, functions_text
+from iree_bwdconv.plugin.rewritten import Rewritten
+from iree_bwdconv.plugin.convolution_layouts import BATCH, CHANNEL, FILTER, GROUP, convolution_layouts
+from iree_bwdconv.plugin.replacement_function import InsertedConvolution, functions_text
 
 DTYPES = {"f32": "f32", "f16": "f16", "bf16": "bf16"}
 SYMBOL = "iree_bwdconv_transposed"
@@ -245,7 +246,8 @@ INLINE = "builtin.module(inline{default-pipeline=}, symbol-dce)"
 def rewrite_text(text: str, options: LoweringOptions) -> Rewritten:
     """IR after IREE's input phase with every zero-insertion convolution
     replaced, and the log of each convolution seen."""
-    from iree_bwdconv import explain, pipeline  # torch-mlir's side, built once something matched
+    from iree_bwdconv import explain  # torch-mlir's side, built once something matched
+    from iree_bwdconv.compiler import pipeline  # torch-mlir's side, built once something matched
 
     log: list[str] = []
     with ir.Context(), ir.Location.unknown():
