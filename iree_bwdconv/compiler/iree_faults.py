@@ -35,15 +35,26 @@ class Fault:
     workaround: str
     flags: tuple[str, ...] = ()  # iree-compile flags that avoid it, where that is the workaround
     rule: str = ""  # the plan's rule that avoids it, where a form is the workaround (`plan.rules`)
+    # Plan rules that also keep it away, each in a form of its own, beside
+    # the workaround: each has a reproducer of the form it avoids and the
+    # form it picks (`<name>.<rule>.mlir`, `<name>.<rule>.avoided.mlir`).
+    variants: tuple[str, ...] = ()
 
-    def reproducer(self) -> str:
-        """The smallest module that shows it, as MLIR text."""
-        return resources.files(__package__).joinpath("reproducers", f"{self.name}.mlir").read_text()
+    def reproducer(self, variant: str = "") -> str:
+        """The smallest module that shows it (in the form `variant`'s rule
+        avoids, where given), as MLIR text."""
+        return self._text(variant, "")
 
-    def avoided(self) -> str:
-        """Where a plan rule is the workaround: the same work in the form the
-        rule picks instead (`reproducers/<name>.avoided.mlir`)."""
-        return resources.files(__package__).joinpath("reproducers", f"{self.name}.avoided.mlir").read_text()
+    def avoided(self, variant: str = "") -> str:
+        """Where a plan rule is the workaround (or `variant` names one): the
+        same work in the form the rule picks instead."""
+        return self._text(variant, ".avoided")
+
+    def _text(self, variant: str, suffix: str) -> str:
+        if variant and variant not in self.variants:
+            raise ValueError(f"variant={variant!r}: {self.name} has {', '.join(self.variants) or 'none'}")
+        stem = f"{self.name}.{variant}" if variant else self.name
+        return resources.files(__package__).joinpath("reproducers", f"{stem}{suffix}.mlir").read_text()
 
 
 MULTI_USE_FUSION_PARTIAL_WRITE = Fault(
@@ -115,6 +126,22 @@ CPU_BF16_RESOURCE_CONSTANT = Fault(
     flags=("--iree-flow-inline-constants-max-byte-length=0",),
 )
 
+GFX942_PHASE_SHARED_MEMORY = Fault(
+    name="gfx942_phase_shared_memory",
+    targets=("gfx942",),
+    dtypes=("f16", "bf16"),
+    seen_in=("3.13.0",),
+    symptom=(
+        "iree-compile for gfx942 fails (\"uses 69632 bytes of shared memory; exceeded the limit of 65536 "
+        "bytes\") on an f16/bf16 stride phase's convolution (2x2 taps of a 3x3 stride-2 kernel) with fewer "
+        "than 16 channels out and 32 or more reduced, on 8x8 positions a phase: grouped or not, any batch. "
+        "16 channels out, or 4x4 positions, compiled; so did CUDA, and the direct form of the same layers."
+    ),
+    workaround="the per-phase form's contractions widened to f32 on such layers (the plan's rule "
+               "phase_narrow_widened, `plan.grad_input.narrow_channels_on_gfx942`)",
+    rule="phase_narrow_widened",
+)
+
 GFX942_F16_DYNAMIC_BATCH_SUM = Fault(
     name="gfx942_f16_dynamic_batch_sum",
     targets=("gfx942",),
@@ -146,7 +173,11 @@ CUDA_MMA_PADDING_OVERREAD = Fault(
         "hung every benchmark of ours and upstream's on an H200; 64 and 256 ran."
     ),
     workaround="the contractions `mma_padding` finds in IREE's configured dispatches are widened to f32 and "
-               "the module compiled again; a module left with one is refused",
+               "the module compiled again; a module left with one is refused. Plan rules keep the forms that "
+               "meet it most away from it up front, in f32 or laid out to whole tiles: windowless_widened "
+               "(and phase_widened), grouped_weight_widened, transposed_one_tap_gemm (64+ channels a group), "
+               "weight_rows (grad_output read in place at 64 or a multiple of 128 channels)",
+    variants=("windowless_widened", "grouped_weight_widened", "transposed_one_tap_gemm", "weight_rows"),
 )
 
 CUDA_STRIDED_INSERT_MMA_FUSION = Fault(
@@ -202,7 +233,7 @@ CUDA_MMA_LOOP_ORDER = Fault(
 
 FAULTS: dict[str, Fault] = {fault.name: fault for fault in (MULTI_USE_FUSION_PARTIAL_WRITE, UNIT_WINDOW_FOLD,
                                                             CPU_BATCHLESS_CONV_STORE, CPU_BF16_RESOURCE_CONSTANT,
-                                                            GFX942_F16_DYNAMIC_BATCH_SUM,
+                                                            GFX942_PHASE_SHARED_MEMORY, GFX942_F16_DYNAMIC_BATCH_SUM,
                                                             CUDA_MMA_PADDING_OVERREAD, CUDA_STRIDED_INSERT_MMA_FUSION,
                                                             CUDA_GATHER_DIVISION_UMUL_LOHI, CUDA_MMA_LOOP_ORDER)}
 

@@ -126,7 +126,8 @@ def _grad_input(spec: ConvBackwardSpec, built: ConvBackwardSpec, options: Loweri
         on["phase_tables_each"] = len(live) > 1 and gi.phase_tables_each(built, live, options, tuning)
         on.update(phase_one_matmul=fields["one_matmul"], phase_weight_first=fields["weight_first"],
                   phase_woven=bool(fields["woven_axes"]), phase_one_table=fields["one_table"],
-                  phase_widened=bool(fields["widened_phases"]), gpu_gather_weave=fields["gather_weave"])
+                  phase_widened=bool(fields["widened_phases"]), gpu_gather_weave=fields["gather_weave"],
+                  phase_narrow_widened=in_f32 and gi.narrow_channels_on_gfx942(built, options, tuning))
     elif form == "kernel":
         on["kernel_padded_channels"] = catalog.padded_channels(spec.in_channels) != spec.in_channels
     elif form == "col2im":

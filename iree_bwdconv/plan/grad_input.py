@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from iree_bwdconv import geometry
+from iree_bwdconv.compiler import iree_faults
 from iree_bwdconv.kernels import catalog
 from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.spec import ConvBackwardSpec
@@ -315,14 +316,14 @@ def phase_tables_each(spec: ConvBackwardSpec, live: list[Phases], options: Lower
     return _table_kernel(spec, options, tuning) and not decodes_by_shifts(spec, live)
 
 
-def narrow_groups_on_gfx942(spec: ConvBackwardSpec, options: LoweringOptions, tuning: Tuning) -> bool:
-    """Grouped layers with fewer than 16 input channels a group and 32 or
-    more output channels a group, whose f16/bf16 phase convolutions IREE
-    3.13 did not compile for gfx942 ("uses 69632 bytes of shared memory;
-    exceeded the limit of 65536"); CUDA compiled all of them."""
+def narrow_channels_on_gfx942(spec: ConvBackwardSpec, options: LoweringOptions, tuning: Tuning) -> bool:
+    """Layers, grouped or not, with fewer than 16 input channels a group and
+    32 or more output channels a group, whose f16/bf16 phase convolutions
+    IREE 3.13 did not compile for gfx942 (IREE fault
+    `gfx942_phase_shared_memory`); CUDA compiled all of them."""
     c_group, f_group = spec.in_channels_per_group, spec.out_channels_per_group
-    return (options.target == "gfx942" and spec.groups > 1 and c_group < tuning.gfx942_narrow_group_inputs
-            and f_group >= tuning.gfx942_wide_group_outputs)
+    return (iree_faults.seen_on(iree_faults.GFX942_PHASE_SHARED_MEMORY, options.target)
+            and c_group < tuning.gfx942_narrow_group_inputs and f_group >= tuning.gfx942_wide_group_outputs)
 
 
 def computes_in_f32(spec: ConvBackwardSpec, form_: str, options: LoweringOptions, tuning: Tuning) -> bool:
@@ -330,7 +331,7 @@ def computes_in_f32(spec: ConvBackwardSpec, form_: str, options: LoweringOptions
     sub-pixel form (never checked in f16 on a GPU), a grouped per-phase
     form whose one live phase is widened (a grouped 1x1 kernel; widened
     only inside the phase, the g32 one did not finish), and gfx942's
-    narrow groups (`narrow_groups_on_gfx942`). On the H100 IREE 3.13's CUDA
+    narrow channels (`narrow_channels_on_gfx942`). On the H100 IREE 3.13's CUDA
     code computed the per-phase form's 1-tap phases wrongly in f16 (60%-120%
     of the largest value) where they were convolutions; col2im and the
     direct form were right in f16 on every layer checked and keep it
@@ -340,7 +341,7 @@ def computes_in_f32(spec: ConvBackwardSpec, form_: str, options: LoweringOptions
     live = live_phases(spec)[0]
     grouped_one_tap = (form_ == "per-phase" and spec.groups > 1 and len(live) == 1
                        and phase_widened(spec, live[0], options, tuning))
-    narrow = form_ == "per-phase" and narrow_groups_on_gfx942(spec, options, tuning)
+    narrow = form_ == "per-phase" and narrow_channels_on_gfx942(spec, options, tuning)
     return form_ == "sub-pixel" or grouped_one_tap or narrow
 
 

@@ -60,13 +60,14 @@ RULES: dict[str, Rule] = {
                                "col2im per group 2x slower (g32)"),
     # grad_input: inside a form
     "half_in_f32": Rule("grad_input", "gpu", "f16/bf16 operands widened to f32 (sub-pixel, grouped 1x1 off "
-                        "the MMA tile, narrow groups on gfx942)", f"1-tap phases 60%-120% off in f16 ({_H})"),
+                        "the MMA tile, narrow inputs on gfx942)", f"1-tap phases 60%-120% off in f16 ({_H})"),
     "direct_im2col_matmul": Rule("grad_input", "all", "direct form as im2col + matmul (CPU: 1x1, or stride 1 "
                                  "with 128+ channels; GPU f32 stride 1)", "3x-5x faster on 1x1 kernels (CPU)"),
     "direct_weight_as_is": Rule("grad_input", "gpu", "f32, 128+ channels: the flipped weight read as it is",
                                 f"c256 14x14: 1.20 ms against 4.24 ({_H})"),
     "windowless_widened": Rule("grad_input", "gpu", "window slides along no dim, channels a group off the "
-                               "MMA tile of 16: f32", f"f16 did not finish in 40 s; f32 0.20 ms ({_H})"),
+                               "MMA tile of 16: f32", f"f16 did not finish in 40 s; f32 0.20 ms ({_H}); "
+                               "IREE fault cuda_mma_padding_overread"),
     "phase_one_matmul": Rule("grad_input", "all", "ungrouped 1x1 (CPU, GPU f32): one row-major matmul",
                              f"f32: 3.3x-18x faster than the weight-first GEMM ({_H})"),
     "phase_weight_first": Rule("grad_input", "gpu", "ungrouped 1x1 in f16/bf16: weight-first GEMM",
@@ -80,7 +81,10 @@ RULES: dict[str, Rule] = {
                               "sizes: a tap table per phase", "IREE fault cuda_gather_division_umul_lohi: the "
                               "one table's divisions did not compile for CUDA"),
     "phase_widened": Rule("grad_input", "gpu", "grouped 1-tap phases off the MMA tile: f32",
-                          f"f16 did not finish ({_H})"),
+                          f"f16 did not finish ({_H}); IREE fault cuda_mma_padding_overread"),
+    "phase_narrow_widened": Rule("grad_input", "gfx942", "per-phase, under 16 input and 32+ output channels a "
+                                 "group: f32", "IREE fault gfx942_phase_shared_memory: 'uses 69632 bytes of "
+                                 "shared memory; exceeded the limit of 65536'"),
     "gpu_gather_weave": Rule("grad_input", "gpu", "per-phase woven by a gather", f"the grid weave, reading every phase, "
                              f"took 599 us of 774 ({_H})"),
     "col2im_images_first": Rule("grad_input", "gpu", "col2im's taps-first matmul per image",
@@ -109,7 +113,8 @@ RULES: dict[str, Rule] = {
     "wide_weight_im2col": Rule("grad_weight", "gpu", "512Ki+ weights unstrided or over few positions: im2col",
                                f"3x3 c256 k256 14x14: 0.76 ms against 0.49 ({_H})"),
     "grouped_weight_widened": Rule("grad_weight", "cuda", "grouped contraction below 16 channels a group or "
-                                   "1-wide off the MMA tile: operands read as f32", "f16 did not finish in 45 s"),
+                                   "1-wide off the MMA tile: operands read as f32", "f16 did not finish in 45 s; IREE fault "
+                                   "cuda_mma_padding_overread"),
     "cpu_columns_first": Rule("grad_weight", "cpu", "deep reduction: gather columns-first, split-K",
                               "ResNet-50 stem 1.8x faster"),
     "cpu_padded_taps": Rule("grad_weight", "cpu", "matmul columns made a multiple of 16 (at most 4/3 the work)",

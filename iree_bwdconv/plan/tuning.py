@@ -39,10 +39,11 @@ class Tuning:
     # this many grad_input channels (c256 14x14: 1.20 ms against 4.28).
     f32_weight_as_is_min_channels: int = 128
     # A grouped transposed f16/bf16 1x1 kernel takes the weight-first GEMM
-    # from this many channels a group (15x faster at 128/64; 8 never finished).
+    # from this many channels a group (15x faster at 128/64; at 8 its code
+    # reads past an operand: IREE fault cuda_mma_padding_overread).
     transposed_gemm_min_group_channels: int = 64
-    # gfx942: grouped layers with fewer input and at least as many output
-    # channels a group widen per-phase whole (shared memory past 64 KiB).
+    # gfx942: layers with fewer input and at least as many output channels a
+    # group widen per-phase whole (IREE fault gfx942_phase_shared_memory).
     gfx942_narrow_group_inputs: int = 16
     gfx942_wide_group_outputs: int = 32
 
