@@ -19,9 +19,9 @@ import pytest
 LONG = pytest.mark.long
 
 # Of the seeded random matrices, the draws `./dev test` runs.
-SWEEP_CASES = 40
-SWEEP_GPU_CASES = 12
-NETWORK_ENSEMBLES = 4
+SWEEP_CASES = 32
+SWEEP_GPU_CASES = 10
+NETWORK_ENSEMBLES = 3
 
 T = TypeVar("T")
 
