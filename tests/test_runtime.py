@@ -53,7 +53,7 @@ def test_exit_hook_imports_nothing():
     """At exit only what was imported is released: importing dynamo's reset
     (inductor) or the functional API (torch-mlir) then failed on a machine
     with the runtime alone."""
-    probe = ("import sys; from iree_bwdconv import runtime; runtime._release_devices(); "
+    probe = ("import sys; from iree_bwdconv.run import runtime; runtime._release_devices(); "
              "print(sorted(m for m in ('iree_bwdconv.functional', 'torch._inductor', 'torch_mlir') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "[]"

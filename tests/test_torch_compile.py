@@ -310,7 +310,7 @@ def test_a_graph_gfx942_refuses_is_lowered_again_in_the_plain_forms(monkeypatch)
 
     compile_for_real, inputs = pipeline.iree_compile, []
 
-    def fail_first(mlir: str, target: str, timeout_s=None) -> bytes:
+    def fail_first(mlir: str, target: str, timeout_s=None, repro_dir=None) -> bytes:
         inputs.append(mlir)
         if len(inputs) == 1:
             raise PipelineError("iree-compile for target gfx942", "error: refused", "/repro/usual.mlir", "iree-compile")
