@@ -154,8 +154,8 @@ _LAYER_NAMES = ("n", "c", "f", "size", "k", "s", "p", "d", "g", "dtype", "transp
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    options = lowering_options.from_environment(args.target)
-    vmfb = pipeline.iree_compile(_read(args.input), args.target, repro_dir=options.repro_dir)
+    vmfb = pipeline.iree_compile(_read(args.input), args.target,
+                                 repro_dir=lowering_options.repro_dir_from_environment())
     output = args.output or str(Path(args.input).with_suffix(".vmfb"))
     Path(output).write_bytes(vmfb)
     print(f"wrote {output} ({len(vmfb)} bytes) for target {args.target}")

@@ -19,7 +19,7 @@ from iree_bwdconv.builders import replacement, torch_ir
 from iree_bwdconv.errors import InvalidArgumentError
 from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.plan import (ForwardPlan, GradBiasPlan, GradInputPlan, GradWeightPlan, Plan, plan, plan_forward,
-                   plan_transposed_forward)
+                               plan_transposed_forward)
 from iree_bwdconv.plan.rules import RULES
 from iree_bwdconv.spec import ConvBackwardSpec
 

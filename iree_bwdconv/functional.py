@@ -32,7 +32,7 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 def compile(mlir: str, target: str = "cpu") -> bytes:  # noqa: A001 - the public name
     """Compile linalg-on-tensors MLIR text to a .vmfb for "cpu", "gfx942" or "cuda"."""
-    return pipeline.iree_compile(mlir, target, repro_dir=options_for(target).repro_dir)
+    return pipeline.iree_compile(mlir, target, repro_dir=lowering_options.repro_dir_from_environment())
 
 
 class ConvolutionBackward(torch.nn.Module):

@@ -106,6 +106,7 @@ def from_environment(target: str = "cpu", environ: Optional[Mapping[str, str]] =
 
 
 def repro_dir_from_environment(environ: Optional[Mapping[str, str]] = None) -> Optional[str]:
-    """$IREE_BWDCONV_REPRO_DIR, for an edge that compiles without options
-    (a command line naming no target of ours)."""
+    """$IREE_BWDCONV_REPRO_DIR, for an edge that compiles IR it did not
+    lower (`functional.compile`, `iree-bwdconv compile`, a command line
+    naming no target of ours): no other setting applies there."""
     return (os.environ if environ is None else environ).get(REPRO_DIR_VARIABLE) or None

@@ -353,7 +353,8 @@ def _compile(mlir: Union[str, bytes], flags: list[str], output: str, stage: str,
     shown = f" {CONFIGURATIONS_FLAG}={path.with_suffix('')}-configured" if dump else ""
     if wrong:
         said = "\n".join(["IREE 3.13's CUDA code computes these contractions wrongly in f16 and bf16 "
-                          "(the innermost loop of N before M's; see iree_bwdconv/compiler/mma_order.py):", *map(str, wrong)])
+                          "(the innermost loop of N before M's; see iree_bwdconv/compiler/mma_order.py):",
+                          *map(str, wrong)])
         raise WrongCodeError(stage, said, str(path), command + shown)
     if overreads:
         said = "\n".join(["IREE 3.13's CUDA code for these contractions reads past an operand's end, which "

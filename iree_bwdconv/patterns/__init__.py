@@ -21,8 +21,8 @@ from torch_mlir.rewrite import PatternRewriter, RewritePatternSet, apply_pattern
 
 from iree_bwdconv.options import LoweringOptions
 
-from iree_bwdconv.patterns import (convolution_backward, convolution_backward_kernel, convolution_backward_phases, convolution_forward,
-               convolution_transposed)
+from iree_bwdconv.patterns import (convolution_backward, convolution_backward_kernel, convolution_backward_phases,
+                                   convolution_forward, convolution_transposed)
 
 RewriteFn = Callable[..., Optional[str]]  # (op, rewriter, *, options) -> why it did not match, or None
 

@@ -32,7 +32,8 @@ from iree_bwdconv.run import openmp
 from iree_bwdconv import options as lowering_options
 from iree_bwdconv.compiler.compile_cache import CompileCache
 from iree_bwdconv.errors import BwdConvError, InvalidArgumentError, PipelineError
-from iree_bwdconv.torch_compile.graph_compiler import CompiledGraph, CompileStats, SpecializingGraph, has_symbolic_shapes, import_for_iree
+from iree_bwdconv.torch_compile.graph_compiler import (CompiledGraph, CompileStats, SpecializingGraph,
+                                                       has_symbolic_shapes, import_for_iree)
 
 log = logging.getLogger("iree_bwdconv")
 
