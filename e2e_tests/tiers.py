@@ -19,9 +19,9 @@ import pytest
 LONG = pytest.mark.long
 
 # Of the seeded random matrices, the draws `./dev test` runs.
-SWEEP_CASES = 32
-SWEEP_GPU_CASES = 10
-NETWORK_ENSEMBLES = 3
+SWEEP_CASES = 24
+SWEEP_GPU_CASES = 8
+NETWORK_ENSEMBLES = 2
 
 T = TypeVar("T")
 
