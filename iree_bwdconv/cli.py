@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 
 from iree_bwdconv.run import openmp
 
-# Before torch is imported (by the modules below): libgomp reads it once.
+# Before torch is imported (by the commands that trace or train): libgomp reads it once.
 openmp.limit_spinning()
 
 from torch_mlir import ir  # noqa: E402
@@ -22,6 +22,7 @@ from iree_bwdconv.errors import BwdConvError, InvalidArgumentError  # noqa: E402
 from iree_bwdconv.options import TARGETS, LoweringOptions  # noqa: E402
 
 SPLIT_MARKER = "// -----"
+AMP_CHOICES = ("off", "f16", "bf16")  # training.AMP_DTYPES's names
 _PLAIN_FORMS_HELP = ("lower in the plain forms on GPU targets (the direct grad_input, weight gradients in one sum), "
                      "which compiled where the usual forms did not")
 
@@ -173,8 +174,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from iree_bwdconv import training
+    from iree_bwdconv.models import MODELS
     from iree_bwdconv.torch_compile.graph_check import RecordingBackend
 
+    if args.model not in MODELS:
+        raise InvalidArgumentError("--model", args.model, f"not one of {', '.join(MODELS)}")
     backend = RecordingBackend(device=args.device, cache_dir=args.cache_dir, cache=not args.no_cache)
 
     def show(step: int, ours: float, eager: float) -> None:
@@ -223,17 +227,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="iree-bwdconv", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    from iree_bwdconv.models import MODELS
-    from iree_bwdconv.training import AMP_DTYPES
-
+    # No choices read off the models or torch's dtypes: the parser serves
+    # every command, and the commands that read IR alone do not import torch.
     train = sub.add_parser("train", help="train a CNN through torch.compile with our backend, beside eager")
-    train.add_argument("--model", choices=tuple(MODELS), default="demo")
+    train.add_argument("--model", default="demo",
+                       help="demo (default), resnet18, resnet50, mobilenet_v2, unet, or a CNN of the model zoo "
+                            "(an unknown name is refused with the list)")
     train.add_argument("--steps", type=int, default=20)
     train.add_argument("--batch-size", type=int, default=16)
     train.add_argument("--image-size", type=int, default=32)
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--device", choices=("cpu", "cuda", "hip"), default="cpu")
-    train.add_argument("--amp", choices=tuple(AMP_DTYPES), default="off",
+    train.add_argument("--amp", choices=AMP_CHOICES, default="off",
                        help="train both runs under torch.autocast at this dtype (f16 with a loss scaler)")
     train.add_argument("--grad-error-ratio", type=float, default=2.0,
                        help="past --grad-tolerance, first-step gradients still pass where their error against "

@@ -14,7 +14,7 @@ import math
 from typing import Optional
 
 from iree_bwdconv.compiler import compile_cache, iree_faults, pipeline
-from iree_bwdconv import functional, lowering, multiply_adds
+from iree_bwdconv import lowering, multiply_adds
 from iree_bwdconv.builders import replacement, torch_ir
 from iree_bwdconv.errors import InvalidArgumentError
 from iree_bwdconv.options import LoweringOptions
@@ -81,6 +81,8 @@ def _ratio(executed: int, useful: int) -> str:
 def _executed(spec: ConvBackwardSpec, gradient: int, options: LoweringOptions, decided: Plan) -> int:
     """Multiply-adds of one gradient's lowering alone (0 for a gradient
     with no products); our CUDA kernel computes each product of its GEMM once."""
+    from iree_bwdconv import functional  # traces with torch, which explaining a file needs not
+
     alone = dataclasses.replace(spec, output_mask=tuple(i == gradient for i in range(3)))
     if gradient == 0 and decided.grad_input and decided.grad_input.form == "kernel":
         return (spec.batch or 1) * spec.in_channels * spec.out_channels * math.prod(spec.output_spatial)
@@ -108,6 +110,8 @@ def explain_spec(spec: ConvBackwardSpec, options: LoweringOptions, *, dispatches
                  module_ir: Optional[str] = None) -> list[str]:
     """The lines `explain` prints for one convolution_backward; `module_ir`:
     the torch IR its compile cache key is of (default: the layer's own)."""
+    from iree_bwdconv import functional  # traces with torch, which explaining a file needs not
+
     decided = plan(spec, options)
     lines = plan_lines(decided, options)
     useful = multiply_adds.useful(spec)

@@ -5,23 +5,27 @@ backend pipeline, rewritten by our patterns, and only then does torch-mlir's
 linalg pipeline lower everything else, so its own lowering of the op never
 runs on this path. tosa/stablehlo: the op is not legal, so torch-mlir's
 DecomposeAtenConvolutionBackwardOp runs, as those backends expect.
+
+torch is imported only where a module is traced (`import_module`,
+`decompositions`): the commands that read IR alone (`iree-bwdconv lower`,
+`iree-bwdconv-compile`) then start in a second, not in six.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
-import torch
-from torch_mlir import fx, ir
+from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_d
-from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
 import iree_bwdconv.patterns as patterns
 
 from iree_bwdconv.compiler import extern_kernels, iree_ir, operand_room, pipeline
-from iree_bwdconv.torch_compile import pool_backward
 from iree_bwdconv.errors import LoweringError
 from iree_bwdconv.options import LoweringOptions
+
+if TYPE_CHECKING:
+    import torch
 
 BACKENDS = ("linalg", "tosa", "stablehlo")
 CONVOLUTION_BACKWARD = "aten.convolution_backward"
@@ -42,6 +46,11 @@ def new_context() -> ir.Context:
 def decompositions() -> dict:
     """torch-mlir's decomposition table, convolution_backward kept whole,
     and max_pool2d's backward as a gather (`pool_backward`), not a scatter."""
+    import torch
+    from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+
+    from iree_bwdconv.torch_compile import pool_backward
+
     table = dict(get_decomposition_table())
     table.pop(torch.ops.aten.convolution_backward.default, None)
     table[torch.ops.aten.max_pool2d_with_indices_backward.default] = pool_backward.max_pool2d_with_indices_backward
@@ -50,6 +59,8 @@ def decompositions() -> dict:
 
 def import_module(module: torch.nn.Module, *example_args: Any, dynamic_shapes: Optional[Any] = None) -> ir.Module:
     """torch.export the module and import it as raw torch-dialect IR."""
+    from torch_mlir import fx
+
     imported = fx.export_and_import(
         module,
         *example_args,

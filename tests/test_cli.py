@@ -67,11 +67,41 @@ def test_errors_are_one_line_messages_not_tracebacks(tmp_path):
     assert "Traceback" not in proc.stderr and "Reproduce with:" in proc.stderr
 
 
-def test_train_beside_eager(tmp_path):
+def test_commands_that_read_ir_alone_do_not_import_torch(raw_torch_mlir, tmp_path):
+    """Importing torch takes seconds: `lower`, `compile` and
+    iree-bwdconv-compile, which read IR, start without it."""
+    out = tmp_path / "out.mlir"
+    script = ("import sys\n"
+              "from iree_bwdconv import cli\n"
+              "import iree_bwdconv.plugin.cli\n"
+              f"code = cli.main(['lower', {str(raw_torch_mlir)!r}, '-o', {str(out)!r}])\n"
+              f"code += cli.main(['compile', {str(out)!r}, '-o', {str(tmp_path / 'out.vmfb')!r}])\n"
+              "print('exit', code, sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "exit 0 []", proc.stdout
+
+
+def test_train_refuses_an_unknown_model_by_name(capsys):
+    from iree_bwdconv import cli as command
+
+    assert command.main(["train", "--model", "resnet51"]) == 1
+    assert "--model='resnet51': not one of demo, resnet18" in capsys.readouterr().err
+
+
+def test_amp_choices_are_the_dtypes_training_knows():
+    from iree_bwdconv import cli as command
+
+    assert command.AMP_CHOICES == tuple(training.AMP_DTYPES)
+
+
+def test_train_beside_eager_and_exit_nonzero_past_the_tolerance(tmp_path):
     """Under bf16 autocast (--amp), the first step is past the float32
-    tolerance and is judged against float64 and graph by graph."""
-    proc = cli("train", "--steps", "3", "--batch-size", "4", "--image-size", "16", "--amp", "bf16",
-               "--cache-dir", str(tmp_path))
+    tolerance and is judged against float64 and graph by graph. The runs
+    agree to rounding, not bit for bit: a zero tolerance must fail (run
+    second, from the first run's compile cache)."""
+    common = ("--batch-size", "4", "--image-size", "16", "--amp", "bf16", "--cache-dir", str(tmp_path))
+    proc = cli("train", "--steps", "3", *common)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     steps = [line for line in proc.stderr.splitlines() + proc.stdout.splitlines() if "loss iree-bwdconv" in line]
     assert len(steps) == 3
@@ -80,11 +110,7 @@ def test_train_beside_eager(tmp_path):
         assert line in proc.stdout
     assert "ran eagerly" not in proc.stdout  # every graph went through IREE
 
-
-def test_train_exits_nonzero_past_the_tolerance(tmp_path):
-    # The runs agree to rounding, not bit for bit: a zero tolerance must fail.
-    proc = cli("train", "--steps", "2", "--batch-size", "4", "--image-size", "16", "--tolerance", "0",
-               "--cache-dir", str(tmp_path))
+    proc = cli("train", "--steps", "2", "--tolerance", "0", *common)
     assert proc.returncode == 1
     assert "DIVERGED: the runs drifted apart" in proc.stderr
 
