@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import iree_bwdconv
-from iree_bwdconv import functional
+from iree_bwdconv import functional, lowering
 from iree_bwdconv.compiler import pipeline
 from iree_bwdconv.errors import InvalidArgumentError, UnsupportedDtypeError
 
@@ -25,7 +25,8 @@ def no_compiling(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("compiled before validating")
     monkeypatch.setattr(pipeline, "iree_compile", refuse)
-    monkeypatch.setattr(functional, "lower", refuse)
+    monkeypatch.setattr(lowering, "import_module", refuse)
+    monkeypatch.setattr(lowering, "lower_torch", refuse)
 
 
 def call(args=None, **overrides):
