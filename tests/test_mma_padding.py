@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from benchmarks import gpu_compile_sweep, overread_repro
-from iree_bwdconv.compiler import compile_fallback, iree_faults, mma_padding, pipeline
+from iree_bwdconv.compiler import compile_fallback, iree_faults, mma_padding, pipeline, whole_tiles
 from iree_bwdconv import functional
 from iree_bwdconv.run import runtime
 from iree_bwdconv.errors import PlainFormsWarning, WrongCodeError
@@ -88,7 +88,7 @@ def test_an_overreading_named_matmul_is_widened_too():
 
 
 def test_a_module_left_with_reads_past_the_end_is_refused(monkeypatch):
-    monkeypatch.setattr(mma_padding, "widened", lambda text, found: text)
+    monkeypatch.setattr(whole_tiles, "rewrites", lambda text, found: [])
     with pytest.raises(WrongCodeError, match="reads past an operand's end"):
         pipeline.iree_compile(REPRODUCER, "cuda")
 

@@ -172,8 +172,10 @@ CUDA_MMA_PADDING_OVERREAD = Fault(
         "and the process's CUDA context with it. A 1x1 stride-2 f16 layer of 60 or 252 input channels "
         "hung every benchmark of ours and upstream's on an H200; 64 and 256 ran."
     ),
-    workaround="the contractions `mma_padding` finds in IREE's configured dispatches are widened to f32 and "
-               "the module compiled again; a module left with one is refused. Plan rules keep the forms that "
+    workaround="the contractions `mma_padding` finds in IREE's configured dispatches are given whole tiles "
+               "(`whole_tiles`: their padded dims' operands copied into zeros, the result cut back) or, where "
+               "they cannot be, widened to f32, and the module compiled again; a module left with one is "
+               "refused. Plan rules keep the forms that "
                "meet it most away from it up front, in f32 or laid out to whole tiles: windowless_widened "
                "(and phase_widened), grouped_weight_widened, transposed_one_tap_gemm (64+ channels a group), "
                "weight_rows (grad_output read in place at 64 or a multiple of 128 channels)",

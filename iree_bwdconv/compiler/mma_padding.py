@@ -279,13 +279,13 @@ def _widen(op: ir.Operation) -> None:
     op.erase()
 
 
-def _linalg_ops(module: ir.Module) -> list[ir.Operation]:
+def linalg_ops(module: ir.Module) -> list[ir.Operation]:
     """The linalg ops of a module's functions, in order (not those of a body)."""
     return iree_ir.ops_where(module, lambda op: op.name.startswith("linalg.") and op.parent is not None
                              and op.parent.name in ("func.func", "util.func"))
 
 
-def _as_generic(op: ir.Operation, generic: ir.Operation) -> ir.Operation:
+def as_generic(op: ir.Operation, generic: ir.Operation) -> ir.Operation:
     """A named op replaced by its generic form (`generic`, from a copy of
     its module), reading the named op's operands."""
     clone = generic.clone(ip=ir.InsertionPoint(op))
@@ -295,6 +295,22 @@ def _as_generic(op: ir.Operation, generic: ir.Operation) -> ir.Operation:
         old_result.replace_all_uses_with(new_result)
     op.erase()
     return clone
+
+
+def generalized_ops(module: ir.Module) -> tuple[ir.Module, list[tuple[ir.Operation, ir.Operation]]]:
+    """Each linalg op of `module` beside its generic form, which lives in
+    the copy of the module returned first (keep it while the generics are
+    read; `as_generic` puts one in its op's place). Only the ops that a
+    rewrite takes become generics: generalized, IREE 3.13 failed to compile
+    a depthwise convolution."""
+    generalized = ir.Module.parse(str(module))
+    PassManager.parse("builtin.module(func.func(linalg-generalize-named-ops))").run(generalized.operation)
+    # The pass erases ops whose results nobody reads: they are left out of the pairs.
+    ops = [op for op in linalg_ops(module) if any(True for result in op.results for _ in result.uses)]
+    generics = linalg_ops(generalized)
+    if len(ops) != len(generics):
+        return generalized, [(op, op) for op in ops if op.name == "linalg.generic"]
+    return generalized, list(zip(ops, generics))
 
 
 def widened(text: str, found: Sequence[Overread]) -> str:
@@ -309,17 +325,11 @@ def widened(text: str, found: Sequence[Overread]) -> str:
         return text
     with ir.Context(), ir.Location.unknown():
         try:
-            module, generalized = ir.Module.parse(text), ir.Module.parse(text)
+            module = ir.Module.parse(text)
         except ir.MLIRError:
             return text
-        # Only the named ops that are widened become generics: generalized,
-        # IREE 3.13 failed to compile a depthwise convolution.
-        PassManager.parse("builtin.module(func.func(linalg-generalize-named-ops))").run(generalized.operation)
-        ops, generics = _linalg_ops(module), _linalg_ops(generalized)
-        if len(ops) != len(generics):
-            generics = [op if op.name == "linalg.generic" else None for op in ops]
-        chosen = [(op, generic) for op, generic in zip(ops, generics)
-                  if generic is not None and _widenable(generic, keys)]
+        _copy, pairs = generalized_ops(module)
+        chosen = [(op, generic) for op, generic in pairs if _widenable(generic, keys)]
         for op, generic in chosen:
-            _widen(op if op.name == "linalg.generic" else _as_generic(op, generic))
+            _widen(op if op.name == "linalg.generic" else as_generic(op, generic))
         return str(module) if chosen else text

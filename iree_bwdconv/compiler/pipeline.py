@@ -14,8 +14,9 @@ A module compiled for CUDA is refused (`WrongCodeError`) where IREE's
 configured dispatches hold a contraction its CUDA code computes wrongly
 (`mma_order`), whatever made it; where they hold one whose code reads past
 an operand's end (`mma_padding`), it is compiled once more with those
-contractions widened to f32, and refused if any is left. Every compile passes the flags of the
-IREE faults seen on its target (`iree_faults`), after the caller's.
+contractions given whole tiles (`whole_tiles`) or widened to f32, and
+refused if any is left. Every compile passes the flags of the IREE faults
+seen on its target (`iree_faults`), after the caller's.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from typing import Optional, Sequence, Union
 from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
-from iree_bwdconv.compiler import cpu_conv_store, exact_windows, iree_faults, mma_order, mma_padding
+from iree_bwdconv.compiler import cpu_conv_store, exact_windows, iree_faults, mma_order, mma_padding, whole_tiles
 from iree_bwdconv.errors import PipelineError, WrongCodeError
 
 TORCH_BACKEND = "torchdynamo-export-to-torch-backend-pipeline"
@@ -308,7 +309,8 @@ def _compile(mlir: Union[str, bytes], flags: list[str], output: str, stage: str,
              repro_dir: Optional[str] = None) -> tuple[bytes, list]:
     """`judge`: read IREE's configured CUDA dispatches for its faults'
     marks (`mma_order`, `mma_padding`); `widen`: compile once more with
-    the overreading contractions widened, where there are any."""
+    the overreading contractions given whole tiles or widened
+    (`whole_tiles.rewrites`, in turn), where there are any."""
     wrong: list = []
     overreads: list[mma_padding.Overread] = []
     widening_failed: Optional[PipelineError] = None
@@ -335,15 +337,15 @@ def _compile(mlir: Union[str, bytes], flags: list[str], output: str, stage: str,
             judged = configured is not None and configured.is_dir()
             wrong = mma_order.misordered_in(configured, started) if judged else []
             overreads = mma_padding.overreads_in(configured, binaries, started) if judged and binaries else []
-            if overreads and widen and isinstance(mlir, str):
-                wider = mma_padding.widened(mlir, overreads)
+            candidates = whole_tiles.rewrites(mlir, overreads) if overreads and widen and isinstance(mlir, str) else []
+            for position, rewritten in enumerate(candidates, 1):
                 try:
-                    if wider != mlir:
-                        return _compile(wider, flags, output, stage, stem, judge=judge, refuse=refuse,
-                                        timeout_s=timeout_s, widen=False, repro_dir=repro_dir)
+                    return _compile(rewritten, flags, output, stage, stem, judge=judge, refuse=refuse,
+                                    timeout_s=timeout_s, widen=False, repro_dir=repro_dir)
                 except WrongCodeError:
-                    raise
-                except PipelineError as failed:  # IREE's f32 code for it failed: refuse the overreads
+                    if position == len(candidates):
+                        raise
+                except PipelineError as failed:  # IREE's code for it failed: the next, else refuse the overreads
                     widening_failed = failed
             if not ((wrong or overreads) and refuse):
                 return out.read_bytes(), [*wrong, *overreads]
@@ -361,7 +363,7 @@ def _compile(mlir: Union[str, bytes], flags: list[str], output: str, stage: str,
                           "can kill the process's CUDA context (see iree_bwdconv/compiler/mma_padding.py):",
                           *map(str, overreads)])
         if widening_failed is not None:
-            said += ("\nWidened to f32 they failed to compile; that IR was saved to "
+            said += ("\nGiven whole tiles or widened to f32, they failed to compile; the last IR was saved to "
                      f"{widening_failed.repro_path}")
         raise WrongCodeError(stage, said, str(path), command + shown)
     raise PipelineError(stage, proc.stderr, str(path), command)
