@@ -5,6 +5,7 @@ the flow IR of a target: multiply-adds executed over useful, and dispatches.
 
     ./dev python -m benchmarks.transposed_forward [--target gfx942] [--dtype f16]
     ./dev python -m benchmarks.transposed_forward --prepare FOLDER   # CUDA f16 modules for run_on_gpu.py
+        [--forms sub-pixel,col2im] [--layers gan_k4_s2_p1]       # forced forms beside the plan's
 
 `--prepare` compiles, for each 2-D layer, ours, torch-mlir's linalg and
 IREE's own torch input (plain iree-compile) for CUDA, and writes the
@@ -15,9 +16,11 @@ on the GPU machine beside eager (cuDNN).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import torch
 
@@ -89,20 +92,25 @@ def eager_entry(layer: Layer, dtype: str) -> dict:
     return dict(shape=layer.name, mask="forward", variant="torch-eager", eager=eager)
 
 
-def prepare(folder: Path, dtype: str = "f16") -> None:
+def prepare(folder: Path, dtype: str = "f16", forms: Sequence[str] = (), names: Sequence[str] = ()) -> None:
+    """`forms`: grad_input forms forced besides the plan's ("ours-FORM");
+    `names`: only these layers."""
     from benchmarks import modules
 
     folder.mkdir(parents=True, exist_ok=True)
     options = LoweringOptions(target="cuda")
     manifest = []
     for layer in LAYERS:
-        if len(layer.sizes) != 2:  # eager's timer is 2-D
+        if len(layer.sizes) != 2 or (names and layer.name not in names):  # eager's timer is 2-D
             continue
         conv, x = _module(layer, dtype, GPU_BATCH)
         inputs = ["x".join(map(str, x.shape)) + f"x{dtype}"]
         texts = {"ours": (_lowered(conv, x, options, True), ()),
                  "torch-mlir": (_lowered(conv, x, options, False), ()),
                  "upstream": (str(lowering.import_module(conv, x)), modules.UPSTREAM_FLAGS)}
+        for form in forms:
+            forced = dataclasses.replace(options, grad_input_form=form)
+            texts[f"ours-{form}"] = (_lowered(conv, x, forced, True), ())
         for variant, (text, flags) in texts.items():
             manifest.append(modules.compiled_entry(folder, text, "cuda", flags, shape=layer.name, mask="forward",
                                                    variant=variant, vmfb=f"{layer.name}-{variant}.vmfb",
@@ -116,9 +124,13 @@ def main() -> int:
     parser.add_argument("--target", default="gfx942", choices=("cpu", "gfx942", "cuda"))
     parser.add_argument("--dtype", default="f16", choices=tuple(_DTYPES))
     parser.add_argument("--prepare", type=Path, metavar="FOLDER", help="compile CUDA modules for run_on_gpu.py")
+    parser.add_argument("--forms", default="", help="with --prepare: grad_input forms to force besides the plan's "
+                                                     "(comma-separated: per-phase, sub-pixel, col2im, direct)")
+    parser.add_argument("--layers", default="", help="with --prepare: only these layers (comma-separated names)")
     args = parser.parse_args()
     if args.prepare:
-        prepare(args.prepare, args.dtype)
+        prepare(args.prepare, args.dtype, [f for f in args.forms.split(",") if f],
+                [n for n in args.layers.split(",") if n])
         return 0
     options = LoweringOptions(target=args.target)
     print(f"{args.target}, {args.dtype}, batch {BATCH}: multiply-adds executed / useful, dispatches in flow IR")
