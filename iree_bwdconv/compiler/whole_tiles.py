@@ -78,7 +78,7 @@ def _sums_products(block: ir.Block) -> bool:
         return False
     multiply, add, yielded = ops[-3:]
     accumulator = block.arguments[len(block.arguments) - 1]
-    return (sorted(map(str, add.operands)) == sorted(map(str, (accumulator, multiply.results[0])))
+    return ({add.operands[0], add.operands[1]} == {accumulator, multiply.results[0]}
             and yielded.operands[0] == add.results[0])
 
 
@@ -194,7 +194,7 @@ def rewrites(text: str, found: Sequence[Overread]) -> list[str]:
     """The modules that avoid `found`, to compile in turn until one passes:
     whole tiles where a contraction can take them (the rest widened), then
     every one widened, as before whole tiles (where IREE pads the padded
-    module anew). None where nothing could be rewritten."""
+    module anew). Empty where nothing could be rewritten."""
     tiled, left = padded(text, found)
     candidates = [mma_padding.widened(tiled, left), mma_padding.widened(text, found)]
     return [candidate for candidate in dict.fromkeys(candidates) if candidate != text]
