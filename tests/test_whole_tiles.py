@@ -112,3 +112,14 @@ def test_the_named_matmul_that_reads_past_an_operand_takes_whole_tiles_for_cuda(
     tiled, left = whole_tiles.padded(text, found)
     assert left == [] and "tensor<484x40xf16>" in tiled  # its operands stay f16
     assert _found_as_given(tiled) == []
+
+
+def test_a_named_contraction_in_a_util_func_takes_whole_tiles():
+    """After IREE's input phase (iree-bwdconv-compile) functions are
+    util.func: their named ops are made generics too."""
+    text = (_matmul(50, 24, 64).replace("func.func @main", "util.func public @main")
+            .replace("  return %r", "  util.return %r"))
+    tiled, left = whole_tiles.padded(text, [_overread((50, 24, 64), (16, 16, 16), (0,))])
+    assert left == [] and "tensor<64x24xf32>" in tiled
+    rows = mma_padding.Overread("main_dispatch_0", (50, 24, 64), (16, 16, 16), (0,), reduction=64)
+    assert "tensor<50x64xf32>" in mma_padding.widened(text, [rows])

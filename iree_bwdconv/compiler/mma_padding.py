@@ -304,7 +304,9 @@ def generalized_ops(module: ir.Module) -> tuple[ir.Module, list[tuple[ir.Operati
     rewrite takes become generics: generalized, IREE 3.13 failed to compile
     a depthwise convolution."""
     generalized = ir.Module.parse(str(module))
-    PassManager.parse("builtin.module(func.func(linalg-generalize-named-ops))").run(generalized.operation)
+    # util.func too: IREE's input phase (iree-bwdconv-compile) turns functions into them.
+    generalize = "linalg-generalize-named-ops"
+    PassManager.parse(f"builtin.module(func.func({generalize}), util.func({generalize}))").run(generalized.operation)
     # The pass erases ops whose results nobody reads: they are left out of the pairs.
     ops = [op for op in linalg_ops(module) if any(True for result in op.results for _ in result.uses)]
     generics = linalg_ops(generalized)

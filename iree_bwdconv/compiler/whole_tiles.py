@@ -43,6 +43,8 @@ def _maps(op: ir.Operation) -> list[ir.AffineMap]:
 def _why_not(op: ir.Operation, overread: Overread) -> Optional[str]:
     """Why the generic `op` cannot take `overread`'s dims as whole tiles
     (None: it can)."""
+    if op.name != "linalg.generic":
+        return "not a generic"
     extents = loop_extents(op)
     if extents is None or tuple(extents) != overread.extents:
         return "its loops are not the dispatch's"
