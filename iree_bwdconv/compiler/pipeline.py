@@ -337,16 +337,15 @@ def _compile(mlir: Union[str, bytes], flags: list[str], output: str, stage: str,
             judged = configured is not None and configured.is_dir()
             wrong = mma_order.misordered_in(configured, started) if judged else []
             overreads = mma_padding.overreads_in(configured, binaries, started) if judged and binaries else []
-            candidates = whole_tiles.rewrites(mlir, overreads) if overreads and widen and isinstance(mlir, str) else []
-            for position, rewritten in enumerate(candidates, 1):
-                try:
-                    return _compile(rewritten, flags, output, stage, stem, judge=judge, refuse=refuse,
+            candidates = whole_tiles.rewrites(mlir, overreads) if overreads and widen and isinstance(mlir, str) else ()
+            for rewritten in candidates:
+                try:  # a rewrite still marked is refused, judged or not: the next one is tried
+                    return _compile(rewritten, flags, output, stage, stem, judge=judge, refuse=True,
                                     timeout_s=timeout_s, widen=False, repro_dir=repro_dir)
-                except WrongCodeError:
-                    if position == len(candidates):
-                        raise
-                except PipelineError as failed:  # IREE's code for it failed: the next, else refuse the overreads
+                except PipelineError as failed:  # marked again, or IREE's code for it failed
                     widening_failed = failed
+            if refuse and isinstance(widening_failed, WrongCodeError):
+                raise widening_failed  # the last rewrite's own refusal says the most
             if not ((wrong or overreads) and refuse):
                 return out.read_bytes(), [*wrong, *overreads]
     path = _save(mlir, stem, repro_dir)
