@@ -1,5 +1,6 @@
 """The CNNs `iree-bwdconv train` and the training benchmarks use (ours,
-torchvision's layouts from `resnets` and `model_zoo`, and a U-Net), and
+torchvision's layouts from `resnets` and `model_zoo`, a U-Net and an
+encoder-decoder), and
 the synthetic image dataset they learn from."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from iree_bwdconv.models.decoder import decoder
 from iree_bwdconv.models.model_zoo import ZOO
 from iree_bwdconv.models.resnets import RESNETS
 from iree_bwdconv.models.unet import unet
@@ -52,7 +54,7 @@ class DemoCNN(nn.Module):
         return self.head(x.mean(dim=(2, 3)))
 
 
-MODELS = {"demo": DemoCNN, **RESNETS, **ZOO, "unet": unet}
+MODELS = {"demo": DemoCNN, **RESNETS, **ZOO, "unet": unet, "decoder": decoder}
 
 
 class SyntheticImages:
