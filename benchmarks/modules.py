@@ -13,7 +13,7 @@ from unittest import mock
 
 import torch
 
-from iree_bwdconv import lowering
+from iree_bwdconv import lowering, patterns
 from iree_bwdconv.compiler import pipeline
 from iree_bwdconv.builders import tap_tables
 from iree_bwdconv import options as lowering_options
@@ -100,6 +100,18 @@ def weave(form: str, name: str) -> Iterator[None]:
 
     with mock.patch.dict(phases.BUILDERS, {form: woven}):
         yield
+
+
+@contextlib.contextmanager
+def without_pattern(name: str) -> Iterator[None]:
+    """Lowerings in this process inside the block do without the pattern
+    `name`: torch-mlir lowers what it would have rewritten."""
+    saved = patterns.REGISTRY
+    patterns.REGISTRY = tuple(p for p in saved if p.name != name)
+    try:
+        yield
+    finally:
+        patterns.REGISTRY = saved
 
 
 @contextlib.contextmanager

@@ -13,6 +13,13 @@ For each model and precision:
   and IREE around them, and the rest (torch's own ops: the loss, the
   optimizer, what runs between graphs).
 
+A model with strided transposed convolutions (the U-Net, the decoder) is
+also trained by ours with the transposed forward left to torch-mlir, which
+inserts zeros as plain iree-compile does ("iree-bwdconv, zeros forward");
+and each of its training graphs is handed to IREE's own torch input (what
+plain iree-compile, and a torch.compile backend on it, would run), which
+is recorded as compiling or as its first error.
+
 Each workload's result is written to OUT as soon as it is measured, so a
 run cut short keeps what it finished. Float32 steps run without TF32 unless
 named "tf32": IREE's float32 convolutions round nothing.
@@ -23,6 +30,7 @@ named "tf32": IREE's float32 convolutions round nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import statistics
@@ -35,9 +43,14 @@ from typing import Callable, Optional
 
 import torch
 
+from iree_bwdconv.compiler import pipeline
+from iree_bwdconv.errors import PipelineError
 from iree_bwdconv.torch_compile.dynamo import Backend
+from iree_bwdconv.torch_compile.graph_compiler import import_graph, split_outputs
 from iree_bwdconv.models import MODELS, SyntheticImages
 from iree_bwdconv.training import AMP_DTYPES, forward_backward, loss_scaler, update
+
+from benchmarks import modules
 
 # name -> (model, batch, image side)
 WORKLOADS = {
@@ -47,18 +60,54 @@ WORKLOADS = {
     "unet": ("unet", 32, 128),
     "resnet50": ("resnet50", 32, 128),
     "resnet50_224": ("resnet50", 32, 224),
+    "decoder": ("decoder", 32, 128),
 }
 WARMUP = 3
 ROUNDS = 3
 STEPS = 5  # per variant per round (--steps)
 
 
+def strided_transposed(model: torch.nn.Module) -> bool:
+    return any(isinstance(m, torch.nn.modules.conv._ConvTransposeNd) and max(m.stride) > 1 for m in model.modules())
+
+
+def plain_iree_compile(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor,
+                       amp: Optional[torch.dtype]) -> dict[str, str]:
+    """Each graph of one training step of `model` (torch-mlir's own
+    decompositions) through IREE's torch input for CUDA: "ok", or the
+    first line of iree-compile's error."""
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.aot_autograd import make_boxed_func
+    from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+
+    said: dict[str, str] = {}
+
+    def try_compile(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+        name = ("forward", "backward")[len(said)] if len(said) < 2 else f"graph {len(said)}"
+        text = str(import_graph(split_outputs(gm)[0]))
+        try:
+            pipeline.iree_compile(text, "cuda", modules.UPSTREAM_FLAGS, as_given=True)
+            said[name] = "ok"
+        except PipelineError as err:
+            said[name] = next((line[line.index("error:"):] for line in err.diagnostics.splitlines()
+                               if "error:" in line), str(err).splitlines()[0])[:300]
+        return make_boxed_func(gm)
+
+    torch._dynamo.reset()
+    recorder = aot_autograd(fw_compiler=try_compile, bw_compiler=try_compile, decompositions=get_decomposition_table())
+    forward_backward(torch.compile(copy.deepcopy(model), backend=recorder), images, labels, amp)
+    torch._dynamo.reset()
+    return said
+
+
 class Trainer:
-    """One variant of the model, stepping through the shared batches."""
+    """One variant of the model, stepping through the shared batches, each
+    step inside `context` (a context manager's factory)."""
 
     def __init__(self, model: torch.nn.Module, run: Callable, batches: list, amp: Optional[torch.dtype],
-                 tf32: bool = False) -> None:
+                 tf32: bool = False, context: Callable = contextlib.nullcontext) -> None:
         self.model, self.run, self.batches, self.amp, self.tf32 = model, run, batches, amp, tf32
+        self.context = context
         self.optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
         self.scaler = loss_scaler(amp, "cuda")
         self.next = 0
@@ -72,7 +121,8 @@ class Trainer:
         torch.cuda.synchronize()
         started = time.perf_counter()
         self.optimizer.zero_grad(set_to_none=True)
-        forward_backward(self.run, images, labels, self.amp, self.scaler)
+        with self.context():
+            forward_backward(self.run, images, labels, self.amp, self.scaler)
         if self.next == 0:
             scale = 1.0 if self.scaler is None else self.scaler.get_scale()
             self.first_gradients = torch.cat([p.grad.double().flatten() / scale for p in self.model.parameters()])
@@ -92,9 +142,9 @@ def measure(model_name: str, batch: int, size: int, amp: Optional[torch.dtype], 
     batches = [tuple(t.cuda() for t in data.batch(batch, dense)) for _ in range(4)]
     backend = Backend(device="cuda", cache_dir=cache_dir)
 
-    def variant(compile_with: Optional[Callable], tf32: bool = False) -> Trainer:
+    def variant(compile_with: Optional[Callable], tf32: bool = False, **kwargs) -> Trainer:
         model = copy.deepcopy(base)
-        return Trainer(model, compile_with(model) if compile_with else model, batches, amp, tf32)
+        return Trainer(model, compile_with(model) if compile_with else model, batches, amp, tf32, **kwargs)
 
     trainers = {
         "eager": variant(None),
@@ -103,6 +153,14 @@ def measure(model_name: str, batch: int, size: int, amp: Optional[torch.dtype], 
     }
     if amp is None:
         trainers["eager tf32"] = variant(None, tf32=True)
+    plain = None
+    if strided_transposed(base):
+        plain = plain_iree_compile(base, *batches[0], amp)
+        # In this process (isolate=False) and uncached, so that the pattern left out stays out.
+        zeros = Backend(device="cuda", cache=False, isolate=False)
+        trainers["iree-bwdconv, zeros forward"] = variant(
+            lambda m: torch.compile(m, backend=zeros),
+            context=lambda: modules.without_pattern("convolution_transposed"))
     first = {name: trainer.step() for name, trainer in trainers.items()}
     gradients = {name: trainer.first_gradients for name, trainer in trainers.items()}
     scale = gradients["eager"].abs().max().item()
@@ -135,6 +193,8 @@ def measure(model_name: str, batch: int, size: int, amp: Optional[torch.dtype], 
                        "crossing_ms": 1e3 * (call_s - invoke_s), "torch_ms": 1e3 * (ours_step - call_s),
                        "crossing_us_per_call": 1e6 * (call_s - invoke_s) * ours_steps / max(calls, 1)},
     }
+    if plain is not None:
+        result["plain_iree_compile"] = plain
     # Ours again in a fresh dynamo, every module from the disk cache.
     del trainers
     torch._dynamo.reset()

@@ -24,7 +24,7 @@ from typing import Sequence
 
 import torch
 
-from iree_bwdconv import geometry, lowering, multiply_adds, patterns
+from iree_bwdconv import geometry, lowering, multiply_adds
 from iree_bwdconv.compiler import pipeline
 from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.spec import layer_spec
@@ -74,14 +74,12 @@ def _useful(layer: Layer, out_sizes: tuple[int, ...], dtype: str) -> int:
 
 def _lowered(conv: torch.nn.Module, x: torch.Tensor, options: LoweringOptions, ours: bool) -> str:
     """The linalg of `conv`, with or without our transposed pattern."""
+    from benchmarks import modules
+
     if ours:
         return lowering.lower(conv, x, target=options)
-    saved = patterns.REGISTRY
-    patterns.REGISTRY = tuple(p for p in saved if p.name != "convolution_transposed")
-    try:
+    with modules.without_pattern("convolution_transposed"):
         return lowering.lower(conv, x, target=options)
-    finally:
-        patterns.REGISTRY = saved
 
 
 def eager_entry(layer: Layer, dtype: str) -> dict:
