@@ -26,7 +26,7 @@ TIMEOUT_S = 45
 # checks that the two agree): no stream-ordered pool, and IREE's caching
 # allocator, here of 16 GiB, more than any benchmark module's buffers.
 RUNTIME_FLAGS = ("--cuda_async_allocations=false", "--device_allocator=caching:device_local=*;17179869184;64")
-TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32"}
+TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i64": "int64"}
 
 
 def random_input(folder: Path, spec: str) -> str:
@@ -40,7 +40,7 @@ def random_input(folder: Path, spec: str) -> str:
         *sizes, dtype = spec.split("x")
         values = torch.randn([int(s) for s in sizes], generator=torch.Generator().manual_seed(len(spec)))
         path.parent.mkdir(exist_ok=True)
-        path.write_bytes(values.to(getattr(torch, TORCH_DTYPES[dtype])).view(torch.uint8).numpy().tobytes())
+        path.write_bytes(values.to(getattr(torch, TORCH_DTYPES[dtype])).reshape(-1).view(torch.uint8).numpy().tobytes())
     return f"{spec}=@{path}"
 
 
