@@ -173,26 +173,34 @@ def measure(model_name: str, batch: int, size: int, amp: Optional[torch.dtype], 
         for _ in range(WARMUP):
             trainer.step()
     times: dict[str, list[float]] = {name: [] for name in trainers}
-    calls_before = (backend.stats.calls, backend.stats.call_s, backend.stats.invoke_s)
+    backends = {"iree-bwdconv": backend}
+    if plain is not None:
+        backends["iree-bwdconv, zeros forward"] = zeros
+    before = {name: (b.stats.calls, b.stats.call_s, b.stats.invoke_s) for name, b in backends.items()}
     for _ in range(ROUNDS):
         for name, trainer in trainers.items():
             times[name] += [trainer.step() for _ in range(steps)]
-    ours_steps = ROUNDS * steps
-    calls = backend.stats.calls - calls_before[0]
-    call_s = (backend.stats.call_s - calls_before[1]) / ours_steps
-    invoke_s = (backend.stats.invoke_s - calls_before[2]) / ours_steps
     median = {name: statistics.median(t) for name, t in times.items()}
-    ours_step = statistics.mean(times["iree-bwdconv"])
+
+    def share(name: str) -> dict:
+        """Where a step of the variant `name` goes: IREE's calls, crossing into them, torch's own ops."""
+        stats, (calls_0, call_s_0, invoke_s_0) = backends[name].stats, before[name]
+        n = ROUNDS * steps
+        calls, call_s, invoke_s = stats.calls - calls_0, (stats.call_s - call_s_0) / n, (stats.invoke_s - invoke_s_0) / n
+        return {"calls_per_step": calls / n, "iree_ms": 1e3 * invoke_s, "crossing_ms": 1e3 * (call_s - invoke_s),
+                "torch_ms": 1e3 * (statistics.mean(times[name]) - call_s),
+                "crossing_us_per_call": 1e6 * (call_s - invoke_s) * n / max(calls, 1)}
+
     result = {
         "step_ms": {name: 1e3 * m for name, m in median.items()},
         "compile_s": {name: first[name] - median[name] for name in ("iree-bwdconv", "inductor")},
         "ours_compile": {"graphs": backend.stats.graphs, "lowering_s": backend.stats.import_s + backend.stats.lowering_s,
                          "iree_compile_s": backend.stats.iree_compile_s, "fallbacks": backend.stats.fallbacks},
         "first_grad_diff": grad_diff,
-        "ours_share": {"calls_per_step": calls / ours_steps, "iree_ms": 1e3 * invoke_s,
-                       "crossing_ms": 1e3 * (call_s - invoke_s), "torch_ms": 1e3 * (ours_step - call_s),
-                       "crossing_us_per_call": 1e6 * (call_s - invoke_s) * ours_steps / max(calls, 1)},
+        "ours_share": share("iree-bwdconv"),
     }
+    if plain is not None:
+        result["zeros_forward_share"] = share("iree-bwdconv, zeros forward")
     if plain is not None:
         result["plain_iree_compile"] = plain
     # Ours again in a fresh dynamo, every module from the disk cache.
