@@ -4,9 +4,7 @@ PTX, and compiled widened to f32 instead, with the same numbers."""
 
 from __future__ import annotations
 
-import tempfile
 import warnings
-from pathlib import Path
 
 import pytest
 import torch
@@ -16,17 +14,9 @@ from iree_bwdconv.compiler import compile_fallback, iree_faults, mma_padding, pi
 from iree_bwdconv import functional
 from iree_bwdconv.run import runtime
 from iree_bwdconv.errors import PlainFormsWarning, WrongCodeError
+from tests.overreads import found_as_given
 
 REPRODUCER = iree_faults.CUDA_MMA_PADDING_OVERREAD.reproducer()
-
-
-def _found_as_given(text: str) -> list[mma_padding.Overread]:
-    with tempfile.TemporaryDirectory() as folder:
-        configured, binaries = Path(folder, "configured"), Path(folder, "binaries")
-        flags = (*iree_faults.flags_for("cuda"), f"{pipeline.CONFIGURATIONS_FLAG}={configured}",
-                 f"{pipeline.BINARIES_FLAG}={binaries}")
-        pipeline.iree_compile(text, "cuda", flags, as_given=True)
-        return mma_padding.overreads_in(configured, binaries)
 
 
 # The batch matmuls an H100's memcheck judged (docs/performance-journal.md,
@@ -34,12 +24,12 @@ def _found_as_given(text: str) -> list[mma_padding.Overread]:
 @pytest.mark.parametrize("variant, reads_past", [("m48_n32_k484", True), ("m64_n32_k484", False),
                                                  ("m48_n32_k512", False), ("m64_n40_k512", True)])
 def test_found_where_memcheck_found_reads_past_the_end(variant, reads_past):
-    found = _found_as_given(overread_repro.module_text(*overread_repro.VARIANTS[variant]))
+    found = found_as_given(overread_repro.module_text(*overread_repro.VARIANTS[variant]))
     assert bool(found) == reads_past, [str(f) for f in found]
 
 
 def test_the_padded_dims_named_are_the_outer_ones():
-    (found,) = _found_as_given(REPRODUCER)
+    (found,) = found_as_given(REPRODUCER)
     assert found.dims == (1, 3) and found.key == (2 * 12 * 4 * 4 * 24, 24), str(found)
 
 
@@ -50,7 +40,7 @@ def test_clamp_bounds_are_read_per_kernel():
 
 
 def test_widened_contraction_reads_f32_operands_and_computes_the_same_on_the_cpu():
-    widened = mma_padding.widened(REPRODUCER, _found_as_given(REPRODUCER))
+    widened = mma_padding.widened(REPRODUCER, found_as_given(REPRODUCER))
     assert "arith.truncf" not in widened and "tensor<12x24xf32>" in widened
     generator = torch.Generator().manual_seed(0)
     weight = torch.randn(12, 24, generator=generator).half()
@@ -81,7 +71,7 @@ def test_an_overreading_named_matmul_is_widened_too():
   %r = linalg.matmul ins(%a, %b : tensor<48x484xf16>, tensor<484x40xf16>) outs(%init : tensor<48x40xf32>) -> tensor<48x40xf32>
   return %r : tensor<48x40xf32>
 }"""
-    found = _found_as_given(named)
+    found = found_as_given(named)
     assert found, "the named matmul no longer reads past an operand: pick another shape"
     assert "tensor<48x484xf32>" in mma_padding.widened(named, found)
     assert pipeline.judged_compile(named, "cuda")[1] == []
@@ -138,7 +128,7 @@ func.func @main(%a: tensor<48x484xf16>, %b: tensor<484x40xf16>) -> tensor<48x40x
   %r = linalg.matmul ins(%a32, %b32 : tensor<48x484xf32>, tensor<484x40xf32>) outs(%init : tensor<48x40xf32>) -> tensor<48x40xf32>
   return %r : tensor<48x40xf32>
 }"""
-    found = _found_as_given(copies)
+    found = found_as_given(copies)
     assert found, "IREE no longer fuses the copies into an f16 contraction: drop the test"
     assert mma_padding.widened(copies, found).count("flow.dispatch.region") == 2
     assert pipeline.judged_compile(copies, "cuda")[1] == []

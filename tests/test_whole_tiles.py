@@ -8,9 +8,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from iree_bwdconv.compiler import mma_padding, pipeline, whole_tiles
+from iree_bwdconv.compiler import iree_faults, mma_padding, pipeline, whole_tiles
 from iree_bwdconv.run import runtime
-from tests.test_mma_padding import REPRODUCER, _found_as_given
+from tests.overreads import found_as_given
+
+REPRODUCER = iree_faults.CUDA_MMA_PADDING_OVERREAD.reproducer()
 
 MATMUL = """func.func @main(%a: tensor<{m}x{k}xf16>, %b: tensor<{k}x{n}xf16>) -> tensor<{m}x{n}xf32> {{
   %zero = arith.constant 0.0 : f32
@@ -91,7 +93,7 @@ def test_left_for_the_widening_where_whole_tiles_would_change_a_number():
 def test_left_for_the_widening_where_iree_reshaped_the_loops():
     """The reproducer's dispatch collapses the source's spatial loops: no
     op has its extents, so it is widened, as before."""
-    found = _found_as_given(REPRODUCER)
+    found = found_as_given(REPRODUCER)
     assert whole_tiles.padded(REPRODUCER, found) == (REPRODUCER, found)
     assert list(whole_tiles.rewrites(REPRODUCER, found)) == [mma_padding.widened(REPRODUCER, found)]
 
@@ -107,11 +109,11 @@ def test_a_contraction_of_the_same_counts_is_left_as_it_is():
 
 def test_the_named_matmul_that_reads_past_an_operand_takes_whole_tiles_for_cuda():
     text = _matmul(48, 40, 484)
-    found = _found_as_given(text)
+    found = found_as_given(text)
     assert found, "the matmul no longer reads past an operand: pick another shape"
     tiled, left = whole_tiles.padded(text, found)
     assert left == [] and "tensor<484x40xf16>" in tiled  # its operands stay f16
-    assert _found_as_given(tiled) == []
+    assert found_as_given(tiled) == []
 
 
 def test_a_named_contraction_in_a_util_func_takes_whole_tiles():
@@ -132,7 +134,7 @@ def test_where_the_tiled_module_is_still_marked_every_contraction_is_widened(mon
     zero = "%zero = arith.constant 0.0 : f32"
     still_marked = text.replace(zero, f"{zero}\n  %unused = arith.constant 1.0 : f32")
     monkeypatch.setattr(whole_tiles, "padded", lambda text, found: (still_marked, []))
-    found = _found_as_given(text)
+    found = found_as_given(text)
     candidates = whole_tiles.rewrites(text, found)
     assert next(candidates) == still_marked
     assert "tensor<48x484xf32>" in next(candidates)

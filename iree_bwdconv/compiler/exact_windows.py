@@ -24,7 +24,7 @@ from typing import Optional, Sequence
 from iree.compiler import ir
 from iree.compiler.dialects import tensor
 
-from iree_bwdconv.compiler.iree_ir import DYNAMIC, ops_where, sizes_of
+from iree_bwdconv.compiler.iree_ir import DYNAMIC, indexing_maps, ops_where, sizes_of
 
 _WINDOWED_NAMED = ("linalg.conv_", "linalg.depthwise_conv_", "linalg.pooling_")
 
@@ -65,14 +65,10 @@ def span_after_folding(terms: dict[int, int], constant: int, extents: Sequence[O
     return constant + sum(c * (extents[dim] - 1) for dim, c in terms.items()) + 1
 
 
-def _maps(op: ir.Operation) -> list[ir.AffineMap]:
-    return [ir.AffineMapAttr(attr).value for attr in ir.ArrayAttr(op.attributes["indexing_maps"])]
-
-
 def _generic_crops(op: ir.Operation) -> list[tuple[int, list[int]]]:
     """(input operand, its cropped sizes) of a generic's inputs read past
     what their windows reach."""
-    maps = _maps(op)
+    maps = indexing_maps(op)
     # A scalar operand (an f32 `ins`) has a map of no results and no shape.
     shapes = [list(operand.type.shape) if isinstance(operand.type, ir.RankedTensorType) else []
               for operand in op.operands]

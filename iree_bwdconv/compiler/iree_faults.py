@@ -254,9 +254,11 @@ def _init_maps(op: "ir.Operation") -> "list[ir.AffineMap]":
     """The indexing maps of a linalg op's inits (its outputs)."""
     from iree.compiler import ir
 
+    from iree_bwdconv.compiler.iree_ir import indexing_maps
+
     if "indexing_maps" not in op.attributes or "operandSegmentSizes" not in op.attributes:
         return []
-    maps = [ir.AffineMapAttr(attr).value for attr in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    maps = indexing_maps(op)
     _, inits = ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])
     return maps[len(maps) - inits:]
 

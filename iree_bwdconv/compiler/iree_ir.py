@@ -30,6 +30,11 @@ def ops_where(module: ir.Module, wanted: Callable[[ir.Operation], bool]) -> list
     return found
 
 
+def indexing_maps(op: ir.Operation) -> list[ir.AffineMap]:
+    """A linalg op's indexing maps, as its `indexing_maps` attribute holds them."""
+    return [ir.AffineMapAttr(attr).value for attr in ir.ArrayAttr(op.attributes["indexing_maps"])]
+
+
 def edited(text: str, *steps: Step) -> str:
     """`text` parsed once, edited in place by each of `steps` in turn, and
     printed."""

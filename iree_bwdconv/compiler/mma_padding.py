@@ -60,14 +60,9 @@ class Overread:
                 f"padded loop dims {list(self.dims)} are outer dims of an operand")
 
 
-def indexing_maps(op: ir.Operation) -> list[ir.AffineMap]:
-    """A linalg generic's indexing maps."""
-    return [ir.AffineMapAttr(attr).value for attr in ir.ArrayAttr(op.attributes["indexing_maps"])]
-
-
 def loop_extents(op: ir.Operation) -> Optional[list[int]]:
     """A linalg op's static loop extents, read off its operands' shapes; None where one is unknown."""
-    maps = indexing_maps(op)
+    maps = iree_ir.indexing_maps(op)
     extents: list[Optional[int]] = [None] * maps[0].n_dims
     for operand, affine_map in zip(op.operands, maps):
         if not isinstance(operand.type, ir.ShapedType) or not ir.ShapedType(operand.type).has_static_shape:
@@ -90,7 +85,7 @@ def reduction_size(op: ir.Operation, extents: Sequence[int]) -> int:
 def outer_dims(op: ir.Operation) -> set[int]:
     """The loop dims that index an input anywhere but its innermost dim."""
     inputs = len(op.operands) - len(op.results)
-    return {expr.position for affine_map in indexing_maps(op)[:inputs] for expr in affine_map.results[:-1]
+    return {expr.position for affine_map in iree_ir.indexing_maps(op)[:inputs] for expr in affine_map.results[:-1]
             if isinstance(expr, ir.AffineDimExpr)}
 
 

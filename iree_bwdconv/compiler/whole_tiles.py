@@ -28,7 +28,8 @@ from iree.compiler import ir
 from iree.compiler.dialects import arith, flow, linalg, tensor
 
 from iree_bwdconv.compiler import mma_padding
-from iree_bwdconv.compiler.mma_padding import Overread, as_generic, generalized_ops, indexing_maps, loop_extents
+from iree_bwdconv.compiler.iree_ir import indexing_maps
+from iree_bwdconv.compiler.mma_padding import Overread, as_generic, generalized_ops, loop_extents
 
 
 def whole_sizes(extents: Sequence[int], tiles: Sequence[int], dims: Sequence[int]) -> list[int]:
