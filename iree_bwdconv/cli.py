@@ -231,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     # every command, and the commands that read IR alone do not import torch.
     train = sub.add_parser("train", help="train a CNN through torch.compile with our backend, beside eager")
     train.add_argument("--model", default="demo",
-                       help="demo (default), resnet18, resnet50, mobilenet_v2, unet, or a CNN of the model zoo "
+                       help="demo (default), resnet18, resnet50, mobilenet_v2, unet, decoder, or a CNN of the model zoo "
                             "(an unknown name is refused with the list)")
     train.add_argument("--steps", type=int, default=20)
     train.add_argument("--batch-size", type=int, default=16)
