@@ -87,26 +87,30 @@ def eager_median_ms(spec: dict, mask: str) -> float:
     transposed = spec.get("transposed", False)  # then c and hw are the transposed convolution's input's
     dilation = spec.get("dilation", 1)
     span = dilation * (spec["kernel"] - 1) + 1
+    rank = len(spec["hw"])  # 1-D, 2-D or 3-D
+    taps = [spec["kernel"]] * rank
     if transposed:
         out_hw = [(s - 1) * spec["stride"] - 2 * spec["padding"] + span for s in spec["hw"]]
-        w_shape = [spec["c"], spec["k"] // spec["groups"], spec["kernel"], spec["kernel"]]
+        w_shape = [spec["c"], spec["k"] // spec["groups"], *taps]
     else:
         out_hw = [(s + 2 * spec["padding"] - span) // spec["stride"] + 1 for s in spec["hw"]]
-        w_shape = [spec["k"], spec["c"] // spec["groups"], spec["kernel"], spec["kernel"]]
+        w_shape = [spec["k"], spec["c"] // spec["groups"], *taps]
     x = torch.randn(spec["n"], spec["c"], *spec["hw"], device="cuda", dtype=dtype)
     w = torch.randn(*w_shape, device="cuda", dtype=dtype)
+    functional = torch.nn.functional
     if mask == "forward" and transposed:  # the transposed convolution itself
-        run = lambda: torch.nn.functional.conv_transpose2d(  # noqa: E731
+        conv_transpose = getattr(functional, f"conv_transpose{rank}d")
+        run = lambda: conv_transpose(  # noqa: E731
             x, w, None, spec["stride"], spec["padding"], spec.get("output_padding", 0), spec["groups"], dilation)
     elif mask == "forward":  # the convolution itself
-        run = lambda: torch.nn.functional.conv2d(x, w, None, spec["stride"], spec["padding"], dilation,  # noqa: E731
-                                                 spec["groups"])
+        conv = getattr(functional, f"conv{rank}d")
+        run = lambda: conv(x, w, None, spec["stride"], spec["padding"], dilation, spec["groups"])  # noqa: E731
     else:
         dy = torch.randn(spec["n"], spec["k"], *out_hw, device="cuda", dtype=dtype)
         output_mask = {"grad_input": [True, False, False], "grad_weight": [False, True, False]}.get(mask, [True] * 3)
         run = lambda: torch.ops.aten.convolution_backward(  # noqa: E731
-            dy, x, w, [spec["k"]], [spec["stride"]] * 2, [spec["padding"]] * 2, [dilation] * 2, transposed, [0, 0],
-            spec["groups"], output_mask)
+            dy, x, w, [spec["k"]], [spec["stride"]] * rank, [spec["padding"]] * rank, [dilation] * rank, transposed,
+            [0] * rank, spec["groups"], output_mask)
     for _ in range(3):
         run()
     times = []

@@ -7,7 +7,7 @@ the flow IR of a target: multiply-adds executed over useful, and dispatches.
     ./dev python -m benchmarks.transposed_forward --prepare FOLDER   # CUDA f16 modules for run_on_gpu.py
         [--forms sub-pixel,col2im] [--layers gan_k4_s2_p1]       # forced forms beside the plan's
 
-`--prepare` compiles, for each 2-D layer, ours, torch-mlir's linalg and
+`--prepare` compiles, for each layer (2-D and 3-D), ours, torch-mlir's linalg and
 IREE's own torch input (plain iree-compile) for CUDA, and writes the
 manifest that `python3 benchmarks/run_on_gpu.py FOLDER RESULTS.json` times
 on the GPU machine beside eager (cuDNN).
@@ -99,7 +99,7 @@ def prepare(folder: Path, dtype: str = "f16", forms: Sequence[str] = (), names: 
     options = LoweringOptions(target="cuda")
     manifest = []
     for layer in LAYERS:
-        if len(layer.sizes) != 2 or (names and layer.name not in names):  # eager's timer is 2-D
+        if names and layer.name not in names:
             continue
         conv, x = _module(layer, dtype, GPU_BATCH)
         inputs = ["x".join(map(str, x.shape)) + f"x{dtype}"]
