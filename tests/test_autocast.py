@@ -22,11 +22,7 @@ from iree_bwdconv.models import DemoCNN
 ERROR_RATIO = 1.5
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def _gradients(model: torch.nn.Module, images, labels, dtype) -> torch.Tensor:

@@ -20,11 +20,7 @@ from iree_bwdconv.torch_compile.graph_compiler import CompileStats, import_for_i
 aten = torch.ops.aten
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def traced(model: nn.Module, x: torch.Tensor) -> list[tuple[torch.fx.GraphModule, list]]:

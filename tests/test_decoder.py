@@ -24,11 +24,7 @@ from iree_bwdconv.training import forward_backward
 STRIDED_INSERT = re.compile(r"tensor\.insert_slice [^\n]*\[1, 1, 2, 2\]")
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def test_layout():

@@ -25,11 +25,7 @@ def backend(tmp_path):
     return iree_bwdconv.backend(fallback="raise", cache_dir=str(tmp_path / "cache"))
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 class InvertedResidual(nn.Module):

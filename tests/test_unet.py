@@ -19,11 +19,7 @@ from iree_bwdconv.training import forward_backward
 from iree_bwdconv.models.unet import UNet
 
 
-@pytest.fixture(autouse=True)
-def fresh_dynamo():
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def test_layout():
