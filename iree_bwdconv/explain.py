@@ -46,7 +46,8 @@ def _grad_input(p: GradInputPlan) -> str:
         ("in f32 (windowless, off the MMA tile)", p.widened_windowless), ("one matmul", p.one_matmul),
         ("weight-first GEMM", p.weight_first), (f"woven along dims {list(p.woven_axes)}", bool(p.woven_axes)),
         ("one tap table", p.one_table), (f"{len(p.widened_phases)} phase(s) in f32", bool(p.widened_phases)),
-        ("woven by a gather", p.gather_weave), ("a matmul per image", p.images_first)) if on]
+        ("woven by a gather", p.gather_weave), ("each phase stored in place by a dispatch of its own", p.stored_in_place),
+        ("a matmul per image", p.images_first)) if on]
     return p.form + (f" ({', '.join(notes)})" if notes else "")
 
 

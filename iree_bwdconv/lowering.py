@@ -20,7 +20,7 @@ from torch_mlir.dialects import torch as torch_d
 
 import iree_bwdconv.patterns as patterns
 
-from iree_bwdconv.compiler import extern_kernels, iree_ir, operand_room, pipeline
+from iree_bwdconv.compiler import dispatch_regions, extern_kernels, iree_ir, operand_room, pipeline
 from iree_bwdconv.errors import LoweringError
 from iree_bwdconv.options import LoweringOptions
 
@@ -131,9 +131,10 @@ def lower_torch(raw: ir.Module, backend: str = "linalg", options: Union[Lowering
         backend_pipeline = pipeline.linalg_backend_without_contract_check(raw.context)
     pipeline.run_pipeline(raw, backend_pipeline, f"{backend} backend pipeline", repro_dir=options.repro_dir)
     text = str(raw)
-    # Both steps need IREE's bindings: one parse serves them.
+    # These steps need IREE's bindings: one parse serves them.
     steps = [step for step, wanted in ((extern_kernels.link_module, extern_kernels.calls_kernels(text)),
-                                       (operand_room.give_module, backend == "linalg" and operand_room.wanted(options)))
+                                       (operand_room.give_module, backend == "linalg" and operand_room.wanted(options)),
+                                       (dispatch_regions.wrap_module, dispatch_regions.marked(text)))
              if wanted]
     return iree_ir.edited(text, *steps) if steps else text
 

@@ -42,6 +42,10 @@ class LoweringOptions:
     module after lowering; off where another's command line compiles the
     module (`iree-bwdconv-compile`), whose IREE input phase does not keep
     the kernel's call for the link.
+    phases_in_place: whether CUDA's stride phases may each store into
+    grad_input from a dispatch of their own (`dispatch_regions`); off for
+    the second try of a compile that IREE's code refused with them
+    (`compile_fallback`), which weaves the phases instead.
     repro_dir: the folder failing IR is saved to (`pipeline`); None: a
     private one in the temp folder.
     cuda_cache_bytes: the most bytes IREE's CUDA device keeps for later
@@ -53,6 +57,7 @@ class LoweringOptions:
     plain_forms: bool = False
     operand_room: bool = False
     extern_kernels: bool = True
+    phases_in_place: bool = True
     repro_dir: Optional[str] = dataclasses.field(default=None, metadata=_UNKEYED)
     cuda_cache_bytes: Optional[int] = dataclasses.field(default=None, metadata=_UNKEYED)
 
@@ -62,7 +67,7 @@ class LoweringOptions:
         if self.grad_input_form not in GRAD_INPUT_FORMS:
             raise InvalidArgumentError("grad_input_form", self.grad_input_form,
                                        f"expected one of {', '.join(GRAD_INPUT_FORMS)}")
-        for name in ("plain_forms", "operand_room", "extern_kernels"):
+        for name in ("plain_forms", "operand_room", "extern_kernels", "phases_in_place"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidArgumentError(name, getattr(self, name), "expected a bool")
         if self.repro_dir is not None and not isinstance(self.repro_dir, str):
@@ -77,6 +82,9 @@ class LoweringOptions:
 
     def in_plain_forms(self) -> LoweringOptions:
         return dataclasses.replace(self, plain_forms=True)
+
+    def phases_woven(self) -> LoweringOptions:
+        return dataclasses.replace(self, phases_in_place=False)
 
     def cache_key(self) -> tuple[str, ...]:
         """Everything here that can change a lowering, for compiled-module cache keys."""

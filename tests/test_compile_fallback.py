@@ -12,7 +12,7 @@ import torch
 
 from benchmarks import gpu_compile_sweep
 from e2e_tests.harness import EXECUTABLE_FORMATS
-from iree_bwdconv.compiler import compile_fallback, pipeline
+from iree_bwdconv.compiler import compile_fallback, dispatch_regions, pipeline
 from iree_bwdconv import functional, reference
 from iree_bwdconv.run import runtime
 from iree_bwdconv.errors import PipelineError, PlainFormsWarning, WrongCodeError
@@ -101,6 +101,27 @@ def test_usual_forms_refused_as_wrong_code_are_tried_again_in_the_plain_forms(mo
     monkeypatch.setattr(pipeline, "iree_compile", compiler)
     with pytest.raises(WrongCodeError, match="/repro/1.mlir"):
         compile_fallback.compile_lowering(_lower, LoweringOptions(target="cuda"))
+
+
+def _lower_in_regions(options: LoweringOptions) -> str:
+    """Phases in dispatch regions of ours where the options allow them."""
+    if options.plain_forms:
+        return "plain"
+    return f"usual {dispatch_regions.MARK}" if options.phases_in_place else "usual, woven"
+
+
+def test_phases_in_regions_refused_as_wrong_code_are_woven_before_the_plain_forms(monkeypatch):
+    """IREE's code for some phases in their regions reads past an operand:
+    the same forms with the phases woven are tried next, without a
+    warning (they are the plan's), and the plain forms only after them."""
+    compiler = _WrongCodeCompiler({1})
+    monkeypatch.setattr(pipeline, "iree_compile", compiler)
+    assert compile_fallback.compile_lowering(_lower_in_regions, LoweringOptions(target="cuda")) == b"usual, woven"
+    compiler = _WrongCodeCompiler({1, 2})
+    monkeypatch.setattr(pipeline, "iree_compile", compiler)
+    with pytest.warns(PlainFormsWarning):
+        assert compile_fallback.compile_lowering(_lower_in_regions, LoweringOptions(target="cuda")) == b"plain"
+    assert compiler.inputs == [f"usual {dispatch_regions.MARK}", "usual, woven", "plain"]
 
 
 def test_no_second_try_where_the_first_compiles_or_the_target_is_the_cpu(monkeypatch):

@@ -196,7 +196,7 @@ def test_gpu_lowering_of_half_precision_phases_is_right_on_the_cpu(kernel, paddi
     eager float64: the IR is right whatever a GPU's code generation does
     with it. CUDA's own kernel, which takes ungrouped 1x1 layers, is kept
     out: its PTX cannot run here (gfx942 gets these forms)."""
-    from iree_bwdconv.compiler import pipeline
+    from iree_bwdconv.compiler import dispatch_regions, pipeline
     from iree_bwdconv import reference
     from iree_bwdconv.run import runtime
 
@@ -213,7 +213,8 @@ def test_gpu_lowering_of_half_precision_phases_is_right_on_the_cpu(kernel, paddi
     assert "arith.extf" in mlir
     assert "util.optimization_barrier" not in mlir
     if stride == 3 and kernel == 3:  # nine phases of one tap each: nine weight-first GEMMs, one table
-        assert mlir.count("tensor.extract %") == 2  # the one tap table's gather and the weave's
+        # the one tap table's gather, and the weave's where the phases are not stored in place
+        assert mlir.count("tensor.extract %") == 1 + (dispatch_regions.MARK not in mlir)
         assert mlir.count('"reduction"]') == 9
     grad_input = runtime.run(pipeline.iree_compile(mlir, "cpu"), [dy, x, w])[0]
     (comparison,) = reference.compare([grad_input, None, None], dy, x, w, arguments)

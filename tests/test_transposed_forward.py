@@ -139,3 +139,44 @@ def test_flow_work_counts_each_launch_of_a_shared_executable():
     work = multiply_adds.in_flow(flow)
     assert work.executed == multiply_adds.useful(spec)
     assert work.dispatches > work.executables >= 1
+
+
+# CUDA's per-phase forms store each phase of an ungrouped layer into the
+# output from a dispatch of its own (`plan.grad_input.phase_stored_in_place`);
+# sizes that tile unevenly.
+CUDA_IN_PLACE_CASES = [
+    ("2d_k4_s2_p1_f16", 16, 16, (7, 9), 4, 2, 1, 0, 1, 1, "f16"),
+    ("2d_k3_s2_p1_op1_bf16", 16, 32, (7, 9), 3, 2, 1, 1, 1, 1, "bf16"),
+    ("2d_k5_s3_p2_op2_f16", 32, 16, (5, 6), 5, 3, 2, 2, 1, 1, "f16"),
+    ("3d_k4_s2_p1_f16", 8, 16, (3, 4, 3), 4, 2, 1, 0, 1, 1, "f16"),
+]
+
+
+@pytest.mark.parametrize("case", CUDA_IN_PLACE_CASES, ids=[case[0] for case in CUDA_IN_PLACE_CASES])
+def test_cuda_phases_stored_in_place_match_eager_float64_on_the_cpu(case):
+    """The module CUDA gets, compiled for the CPU (its dispatch regions taken
+    apart there, IREE fault `cpu_pad_fused_grouped_conv`): every phase's
+    rows land where eager's are. (CUDA's own numbers: benchmarks/gpu_check.py,
+    the `tforward_` cases.)"""
+    conv, x = _module(case, bias=False), _input(case)
+    mlir = lowering.lower(conv, x, target="cuda")
+    assert "flow.dispatch.region" in mlir
+    (got,) = runtime.run(pipeline.iree_compile(mlir, "cpu"), [x])
+    with torch.no_grad():
+        want = conv.double()(x.double())
+    scale = float(want.abs().max())
+    tolerance = 1e-5 if case[-1] == "f32" else 2e-2
+    assert (got.double() - want).abs().max().item() <= tolerance * scale
+
+
+@pytest.mark.parametrize("case", CUDA_IN_PLACE_CASES, ids=[case[0] for case in CUDA_IN_PLACE_CASES])
+def test_cuda_phases_are_their_own_dispatches_with_no_copy(case):
+    """In CUDA's flow IR each live phase is one contraction dispatch that
+    writes its rows into the output: no dispatch pads the input, copies a
+    phase or weaves them."""
+    conv, x = _module(case, bias=False), _input(case)
+    mlir = lowering.lower(conv, x, target="cuda")
+    flow = pipeline.iree_compile_to(mlir, "cuda", "flow")
+    dispatches = [line.split("@")[1].split(" ")[0] for line in flow.splitlines() if "flow.executable.export" in line]
+    assert len(dispatches) == mlir.count("flow.dispatch.region"), dispatches
+    assert all("conv" in name or "matmul" in name for name in dispatches), dispatches

@@ -56,10 +56,14 @@ def sizes_of(value: ir.Value) -> list[Size]:
     return out
 
 
+def empty(sizes: Sequence[Size], elem: ir.Type) -> ir.Value:
+    """A tensor whose every element is written before it is read."""
+    return tensor.EmptyOp(list(sizes), elem).result
+
+
 def zeros(sizes: Sequence[Size], elem: ir.Type) -> ir.Value:
     """A tensor of zeros: the init of every accumulation."""
-    empty = tensor.EmptyOp(list(sizes), elem).result
-    return linalg.fill(arith.constant(elem, 0.0), outs=[empty])
+    return linalg.fill(arith.constant(elem, 0.0), outs=[empty(sizes, elem)])
 
 
 def pad(value: ir.Value, low: Sequence[int], high: Sequence[int]) -> ir.Value:

@@ -11,7 +11,12 @@ weight gradients in one sum) and compiled; a warning says so and where the
 failure's IR and command are. The same holds where the usual forms
 compile to code that `pipeline` refuses as wrong (`WrongCodeError`). If
 the plain forms fail too, the first failure is raised: it is the one a
-fix of the rules starts from.
+fix of the rules starts from. Before the plain forms, a module whose
+stride phases sit in dispatch regions of ours is lowered once more with
+them woven (`LoweringOptions.phases_in_place`): IREE's CUDA code for some
+phases in their regions (8 or 16 channels a group) reads past an operand
+even after `whole_tiles` and widening, where the woven phases compile
+clean. That try is the plan's own forms and warns of nothing.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from __future__ import annotations
 import warnings
 from typing import Callable, Optional
 
-from iree_bwdconv.compiler import pipeline
+from iree_bwdconv.compiler import dispatch_regions, pipeline
 from iree_bwdconv.errors import PipelineError, PlainFormsWarning, WrongCodeError
 from iree_bwdconv.options import LoweringOptions
 
@@ -37,6 +42,14 @@ def compile_lowering(lower: Callable[[LoweringOptions], str], options: LoweringO
         if target == "cpu":
             raise
         first = error
+    if dispatch_regions.marked(mlir):
+        # Phases in regions of ours are the likelier cause (IREE's code for
+        # some still read past an operand after whole_tiles): the same forms, woven.
+        try:
+            return pipeline.iree_compile(lower(options.phases_woven()), target, timeout_s=timeout_s,
+                                         repro_dir=options.repro_dir)
+        except PipelineError:
+            pass
     plain = lower(options.in_plain_forms())
     if plain == mlir:
         raise first

@@ -109,6 +109,23 @@ CPU_BATCHLESS_CONV_STORE = Fault(
     workaround="a copy between such a convolution and its insert, on the CPU (`cpu_conv_store`)",
 )
 
+CPU_PAD_FUSED_GROUPED_CONV = Fault(
+    name="cpu_pad_fused_grouped_conv",
+    targets=("cpu",),
+    dtypes=("f32", "f16", "bf16"),
+    seen_in=("3.13.0",),
+    symptom=(
+        "iree-compile for the CPU fails (\"failed to run translation of source executable to target "
+        "executable\"; ConcretizePadResultShapePass) on a dispatch that holds a grouped convolution and "
+        "the tensor.pad of its input, where the convolution's sizes do not tile evenly (7x9): a dispatch "
+        "region of ours that holds a grouped stride phase, and IREE's own flag that fuses pads into "
+        "their consumers alike. The same module compiled for CUDA and gfx942, and an ungrouped "
+        "convolution compiled for the CPU."
+    ),
+    workaround="our dispatch regions taken apart again on the CPU (`dispatch_regions.unwrap`); the plan asks "
+               "for them on CUDA alone (phase_stored_in_place), so only GPU forms checked on the CPU meet it",
+)
+
 CPU_BF16_RESOURCE_CONSTANT = Fault(
     name="cpu_bf16_resource_constant",
     targets=("cpu",),
@@ -233,11 +250,29 @@ CUDA_MMA_LOOP_ORDER = Fault(
                "half_in_f32)",
 )
 
+CUDA_GROUPED_PHASE_STORE = Fault(
+    name="cuda_grouped_phase_store",
+    targets=("cuda",),
+    dtypes=("f16", "bf16"),
+    seen_in=("3.13.0",),
+    symptom=(
+        "IREE's CUDA code for a grouped f16/bf16 stride phase whose result is stored with the stride into "
+        "grad_input in the same dispatch (a dispatch region of ours) returns wrong numbers: on an H200, "
+        "55%-98% of the largest value off (2 groups of 16, n2 8x8, 2x2 and 3x3 kernels at stride 2) and "
+        "63%-75% on larger layers (2 and 4 groups, 28x28 and 29x29, bf16 too). The same modules compiled "
+        "for the CPU, or with the regions taken apart, were right, and so were ungrouped and f32 ones. "
+        "Nothing in IREE's configured dispatches marks it: only a GPU shows it (benchmarks/gpu_check.py)."
+    ),
+    workaround="grouped layers keep their phases woven: the plan's rule phase_stored_in_place asks for groups 1",
+)
+
 FAULTS: dict[str, Fault] = {fault.name: fault for fault in (MULTI_USE_FUSION_PARTIAL_WRITE, UNIT_WINDOW_FOLD,
-                                                            CPU_BATCHLESS_CONV_STORE, CPU_BF16_RESOURCE_CONSTANT,
+                                                            CPU_BATCHLESS_CONV_STORE, CPU_PAD_FUSED_GROUPED_CONV,
+                                                            CPU_BF16_RESOURCE_CONSTANT,
                                                             GFX942_PHASE_SHARED_MEMORY, GFX942_F16_DYNAMIC_BATCH_SUM,
                                                             CUDA_MMA_PADDING_OVERREAD, CUDA_STRIDED_INSERT_MMA_FUSION,
-                                                            CUDA_GATHER_DIVISION_UMUL_LOHI, CUDA_MMA_LOOP_ORDER)}
+                                                            CUDA_GATHER_DIVISION_UMUL_LOHI, CUDA_MMA_LOOP_ORDER,
+                                                            CUDA_GROUPED_PHASE_STORE)}
 
 
 def seen_on(fault: Fault, target: str) -> bool:

@@ -37,7 +37,8 @@ from typing import Optional, Sequence, Union
 from torch_mlir import ir
 from torch_mlir.passmanager import PassManager
 
-from iree_bwdconv.compiler import cpu_conv_store, exact_windows, iree_faults, mma_order, mma_padding, whole_tiles
+from iree_bwdconv.compiler import (cpu_conv_store, dispatch_regions, exact_windows, iree_faults, mma_order, mma_padding,
+                                   whole_tiles)
 from iree_bwdconv.errors import PipelineError, WrongCodeError
 
 TORCH_BACKEND = "torchdynamo-export-to-torch-backend-pipeline"
@@ -224,6 +225,8 @@ def iree_compile_to(mlir: str, target: str, phase: str, extra_flags: tuple[str, 
 def for_target(mlir: str, target: str) -> str:
     """The steps that keep IREE's faults away from `mlir` on `target`, each
     asked for by its fault's record."""
+    if iree_faults.seen_on(iree_faults.CPU_PAD_FUSED_GROUPED_CONV, target):
+        mlir = dispatch_regions.unwrap(mlir)  # first: the steps below read ops where the CPU has them
     if iree_faults.seen_on(iree_faults.UNIT_WINDOW_FOLD, target):
         mlir = exact_windows.crop(mlir)
     if iree_faults.seen_on(iree_faults.CPU_BATCHLESS_CONV_STORE, target):

@@ -31,12 +31,14 @@ that insert: `plan.grad_input.woven_axes`); on the CPU it is a named matmul betw
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 from torch_mlir import ir
 from torch_mlir.rewrite import PatternRewriter
 
 from iree_bwdconv.builders import col2im, gradients, replacement, tap_tables
+from iree_bwdconv.compiler import dispatch_regions
 from iree_bwdconv import geometry
 from iree_bwdconv.builders import contraction_forms as forms
 from iree_bwdconv.builders import linalg_builders as lb
@@ -194,18 +196,52 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
             strides = [1] * r
         dx = lb.insert_strided(lb.convert(part, dtype), dx, [0] * lead + offsets, [1] * lead + strides)
         return lb.collapse_dims(dx, 1) if groups > 1 else dx
+    if choice.stored_in_place:
+        return _stored_in_place(spec, dy, w, live, plan)
     windows = _phase_windows(spec, dy, live, rows)
     tables = tap_tables.all_tap_tables(spec, w, live) if choice.one_table else [None] * len(live)
     parts = {}
     for phases, window, table in zip(live, windows, tables):
-        taps = w
-        if position_residues(phases) in choice.widened_phases:
-            f32 = lb.element_type("f32")
-            window, taps = lb.convert(window, f32), lb.convert(w, f32)
-            table = None if table is None else lb.convert(table, f32)
+        window, taps, table = _widened_where_planned(phases, window, w, table, plan)
         parts[position_residues(phases)] = _phase_contraction(spec, window, taps, phases, rows, table,
                                                               one_tap_gemm=choice.one_tap_gemm)
     return _weave(spec, parts, batch, choice.gather_weave)
+
+
+def _widened_where_planned(phases: tuple[geometry.Phase, ...], window: ir.Value, weight: ir.Value,
+                           table: Optional[ir.Value], plan: Plan) -> tuple[ir.Value, ir.Value, Optional[ir.Value]]:
+    """The phase's window, weight and tap table, in f32 where the plan widens the phase."""
+    if position_residues(phases) not in plan.grad_input.widened_phases:
+        return window, weight, table
+    f32 = lb.element_type("f32")
+    return lb.convert(window, f32), lb.convert(weight, f32), None if table is None else lb.convert(table, f32)
+
+
+def _stored_in_place(spec: ConvBackwardSpec, dy: ir.Value, weight: ir.Value, live: list[tuple[geometry.Phase, ...]],
+                     plan: Plan) -> ir.Value:
+    """Each live phase over its own positions alone, read from a window of
+    dy padded for it alone, rounded and inserted with the stride into
+    grad_input, the insert marked to be one dispatch with all that computes
+    it (`dispatch_regions`): no weave, and no padded span of dy in memory.
+    grad_input starts uninitialized where the phases write all of it, as
+    zeros where positions no phase reaches are left."""
+    r = spec.spatial_rank
+    lead = ir.RankedTensorType(dy.type).rank - r
+    dtype = lb.element_type(spec.dtype)
+    written = sum(math.prod(ph.count for ph in phases) for phases in live) == math.prod(spec.input_spatial)
+    tables = tap_tables.all_tap_tables(spec, weight, live) if plan.grad_input.one_table else [None] * len(live)
+    dx = None
+    for phases, table in zip(live, tables):
+        counts = [ph.count for ph in phases]
+        window = lb.window(dy, [ph.grid_window(ph.count, ph.first_q) for ph in phases])
+        window, taps, table = _widened_where_planned(phases, window, weight, table, plan)
+        part = _phase_contraction(spec, window, taps, phases, counts, table, one_tap_gemm=plan.grad_input.one_tap_gemm)
+        if dx is None:
+            dx = (lb.empty if written else lb.zeros)(lb.sizes_of(part)[:lead] + list(spec.input_spatial), dtype)
+        offsets = [ph.first_q * s + ph.residue - p for ph, s, p in zip(phases, spec.stride, spec.padding)]
+        dx = lb.insert_strided(lb.convert(part, dtype), dx, [0] * lead + offsets, [1] * lead + list(spec.stride))
+        dx.owner.attributes[dispatch_regions.MARK] = ir.UnitAttr.get()
+    return lb.collapse_dims(dx, 1) if spec.groups > 1 else dx
 
 
 def grad_input_col2im(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value, *, plan: Plan) -> ir.Value:

@@ -126,7 +126,9 @@ def _grad_input(spec: ConvBackwardSpec, built: ConvBackwardSpec, options: Loweri
         on["phase_tables_each"] = len(live) > 1 and gi.phase_tables_each(built, live, options, tuning)
         on.update(phase_one_matmul=fields["one_matmul"], phase_weight_first=fields["weight_first"],
                   phase_woven=bool(fields["woven_axes"]), phase_one_table=fields["one_table"],
-                  phase_widened=bool(fields["widened_phases"]), gpu_gather_weave=fields["gather_weave"],
+                  phase_widened=bool(fields["widened_phases"]),
+                  gpu_gather_weave=fields["gather_weave"],
+                  phase_stored_in_place=fields["stored_in_place"],
                   phase_narrow_widened=in_f32 and gi.narrow_channels_on_gfx942(built, options, tuning))
     elif form == "kernel":
         on["kernel_padded_channels"] = catalog.padded_channels(spec.in_channels) != spec.in_channels
@@ -141,7 +143,8 @@ def _per_phase(spec: ConvBackwardSpec, live: list[gi.Phases], in_f32: bool, opti
                tuning: Tuning) -> dict:
     one_matmul = gi.phase_one_matmul(spec, options)
     fields = {"one_matmul": one_matmul, "weight_first": False, "one_tap_gemm": options.on_gpu and spec.groups == 1,
-              "woven_axes": (), "one_table": False, "widened_phases": frozenset(), "gather_weave": options.on_gpu}
+              "woven_axes": (), "one_table": False, "widened_phases": frozenset(), "gather_weave": options.on_gpu,
+              "stored_in_place": False}
     if one_matmul or not live:
         return fields
     if len(live) == 1:
@@ -150,6 +153,8 @@ def _per_phase(spec: ConvBackwardSpec, live: list[gi.Phases], in_f32: bool, opti
         fields["woven_axes"] = gi.woven_axes(spec, [ph.count for ph in live[0]], half, options)
         return fields
     fields["one_table"] = gi.phase_one_table(spec, live, options, tuning)
+    fields["stored_in_place"] = gi.phase_stored_in_place(spec, live, options, tuning)
+    fields["gather_weave"] = options.on_gpu and not fields["stored_in_place"]
     fields["widened_phases"] = frozenset(gi.position_residues(phases) for phases in live
                                          if gi.phase_widened(spec, phases, options, tuning))
     return fields

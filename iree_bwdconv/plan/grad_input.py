@@ -46,6 +46,7 @@ class GradInputPlan:
     one_table: bool = False
     widened_phases: frozenset[tuple[int, ...]] = frozenset()
     gather_weave: bool = False
+    stored_in_place: bool = False
     # col2im
     images_first: bool = False
     # transposed: "im2col-matmul", "weight-first-gemm", "windowless-conv" or "conv"
@@ -314,6 +315,36 @@ def phase_tables_each(spec: ConvBackwardSpec, live: list[Phases], options: Lower
     that is not a power of two: a table per phase, as IREE fault
     `cuda_gather_division_umul_lohi` asks."""
     return _table_kernel(spec, options, tuning) and not decodes_by_shifts(spec, live)
+
+
+def phase_stored_in_place(spec: ConvBackwardSpec, live: list[Phases], options: LoweringOptions,
+                          tuning: Tuning) -> bool:
+    """CUDA per-phase, ungrouped, 2-D or 3-D, with two or more live phases,
+    strided along every dim and of two or more rows along each, with
+    `tuning.in_place_min_channels` or more grad_input channels: each phase
+    reads a window of dy padded for it alone and stores its rows into
+    grad_input with the stride, all in one dispatch
+    (`compiler.dispatch_regions`), instead of one padded span of dy copied
+    for every phase and the phases woven by a gather. On an H200 in f16 the
+    transposed k4 s2 p1 c64 k32 32x32 (n32) took 0.096 ms a call against
+    0.134 woven (kernels 71 us against 89: the pad's copy, 23, and the
+    weave, 12, gone; each phase 14 -> 18); on nine strided data gradients
+    (issues 1 and 3, ResNet-50's) in place ran 1.05x-9x faster on eight and
+    0.93x-0.96x on one (5x5 c128 k256 40x175); the woven phases of one tap
+    row were widened to f32 for IREE fault `cuda_mma_padding_overread` (0.8
+    ms each on Retinanet). Grouped phases stored so came out wrong in
+    f16/bf16 (IREE fault `cuda_grouped_phase_store`): grouped layers keep
+    the weave. A stride along one dim alone (1-D too) is IREE fault
+    `cuda_strided_insert_mma_fusion`; gfx942 has not run it. With 8
+    channels (c8 k32 112x112) IREE's code for the phases in their regions
+    still read past an operand after `whole_tiles` and widening: they are
+    woven. Where that happens above the line (7x7 c16 k64 224x224),
+    `compile_fallback` lowers the module again with the phases woven
+    (`LoweringOptions.phases_in_place`)."""
+    strided = all(s > 1 for s in spec.stride) and len(spec.stride) > 1
+    rows = all(ph.count > 1 for phases in live for ph in phases)
+    wide = spec.groups == 1 and spec.in_channels >= tuning.in_place_min_channels
+    return options.target == "cuda" and options.phases_in_place and len(live) > 1 and strided and rows and wide
 
 
 def narrow_channels_on_gfx942(spec: ConvBackwardSpec, options: LoweringOptions, tuning: Tuning) -> bool:

@@ -24,6 +24,11 @@ class Tuning:
     # GPU per-phase: one tap table for every phase for kernels narrower than
     # this in every dim (and whose table decodes by shifts).
     one_table_kernel: int = 5
+    # CUDA per-phase: each phase stored in place (a dispatch of its own) from
+    # this many grad_input channels. With 8 (c8 k32 112x112) IREE's code for
+    # the phases read past an operand (IREE fault cuda_mma_padding_overread),
+    # which whole tiles did not mend there.
+    in_place_min_channels: int = 16
     # GPU targets: a depthwise layer (one channel a group each way) takes the
     # direct form up to this many taps in its window. IREE's depthwise code
     # on the H200 cost the same per output from 9 to 36 taps and 1.4x more at
