@@ -1,6 +1,6 @@
 """Runs on the GPU machine: each case of `gpu_check.py` on random inputs,
 against torch's float64 result on CUDA (convolution_backward, or the
-convolution for forward cases); with `memcheck`, under compute-sanitizer
+convolution, or the transposed one, for forward cases); with `memcheck`, under compute-sanitizer
 too. Needs only python3, torch and iree-base-runtime.
 
     python3 benchmarks/check_on_gpu.py FOLDER [memcheck] [repeat N]
@@ -58,6 +58,10 @@ def _reference(case: dict, dy: torch.Tensor, x: torch.Tensor, w: torch.Tensor) -
     if case["kind"] == "forward":
         dilation = case.get("dilation", 1)
         return {"result": torch.nn.functional.conv2d(x, w, None, case["stride"], case["padding"], dilation, case["groups"])}
+    if case["kind"] == "transposed-forward":
+        transposed = getattr(torch.nn.functional, f"conv_transpose{len(case['kernel'])}d")
+        return {"result": transposed(x, w, None, case["stride"], case["padding"], case.get("output_padding", 0),
+                                     case["groups"], case.get("dilation", 1))}
     grads = torch.ops.aten.convolution_backward(dy, x, w, *case["arguments"])
     return dict(zip(("grad_input", "grad_weight", "grad_bias"), grads))
 
@@ -84,8 +88,9 @@ def _check_at(folder: Path, case: dict, memcheck: bool, batch: int, say_batch: b
     sizes = {name: [batch, *size[1:]] if name != "w" else size for name, size in case["shapes"].items()}
     dy, x, w = (torch.randn(sizes[name], generator=generator).to(dtype) for name in ("dy", "x", "w"))
     label = f"{case['name']} n{batch}" if say_batch else case["name"]
-    inputs = ((x, "x"), (w, "w")) if case["kind"] == "forward" else ((dy, "dy"), (x, "x"), (w, "w"))
-    names = case.get("results") or (["result"] if case["kind"] == "forward" else ["grad_input", "grad_weight"])
+    forward = case["kind"] in ("forward", "transposed-forward")  # one result, shaped as dy
+    inputs = ((x, "x"), (w, "w")) if forward else ((dy, "dy"), (x, "x"), (w, "w"))
+    names = case.get("results") or (["result"] if forward else ["grad_input", "grad_weight"])
     likes = {"grad_input": x, "grad_weight": w, "grad_bias": torch.empty(dy.shape[1], dtype=dtype), "result": dy}
     results = [likes[name] for name in names]
     suffix = "bin" if dtype == torch.bfloat16 else "npy"

@@ -36,9 +36,12 @@ class Case(NamedTuple):
     groups: int
     form: str  # "auto": the rule's
     dtype: str
-    kind: str = "backward"  # or "transposed" (transposed=True), "forward", or "upstream" (IREE's torch input)
+    # or "transposed" (transposed=True), "forward", "transposed-forward" (a transposed
+    # convolution itself), or "upstream" (IREE's torch input)
+    kind: str = "backward"
     dilation: int | tuple[int, ...] = 1  # likewise
     dynamic_batch: bool = False  # compiled with a dynamic batch dim, run at n and at n + 1
+    output_padding: int = 0  # transposed-forward cases
 
 
 def _layer(name: str, n: int, c: int, k: int, hw: int, kernel: int | tuple[int, int], *rest, **keywords) -> tuple:
@@ -165,6 +168,14 @@ _LAYERS = (
     # a window that slides along no dim (one input row, a kernel one wide): a 1x1 kernel to IREE
     _layer("transposed_3x1_s3_h1", 1, 4, 6, (1, 6), (3, 1), 3, (0, 1), 2, "auto", kind="transposed", dilation=(2, 1)),
     _layer("transposed_3x1_s2_h1_c64", 8, 64, 64, (1, 28), (3, 1), 2, 1, 1, "auto", kind="transposed"),
+    # Transposed convolutions themselves, strided: the plan's grad_input forms (CUDA: each phase stored in place).
+    _layer("tforward_k4_s2_p1", 4, 64, 32, 13, 4, 2, 1, 1, "auto", kind="transposed-forward"),
+    _layer("tforward_k3_s2_p1_op1", 4, 64, 48, (9, 14), 3, 2, 1, 1, "auto", kind="transposed-forward",
+           output_padding=1),
+    _layer("tforward_k4_s2_p1_g4", 4, 64, 64, 11, 4, 2, 1, 4, "auto", kind="transposed-forward"),
+    _layer("tforward_k2_s2", 4, 128, 64, 10, 2, 2, 0, 1, "auto", kind="transposed-forward"),
+    _layer("tforward_k4_s2_p1_3d", 2, 32, 16, 5, (4, 4, 4), 2, 1, 1, "auto", kind="transposed-forward"),
+    _layer("tforward_k5_s3_p2_op2", 4, 32, 32, 9, 5, 3, 2, 1, "auto", kind="transposed-forward", output_padding=2),
     _layer("forward_3x1_h3", 8, 64, 64, (3, 28), (3, 1), 1, 0, 1, "auto", kind="forward"),
     _layer("forward_3x1_h3_g4", 8, 64, 64, (3, 28), (3, 1), 1, 0, 4, "auto", kind="forward"),
     _layer("forward_1x1_s1_g4", 8, 64, 128, 28, 1, 1, 0, 4, "auto", kind="forward"),
@@ -183,7 +194,7 @@ _LAYERS = (
     _layer("upstream_3x3_s2_c64", 8, 64, 64, 25, 3, 2, 1, 1, "-", kind="upstream"),
 )
 # bf16, in the forms the rule picks.
-_BF16 = ("3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1", "1x1_s2_odd", "1x1_s2_h1", "1x1_s2_g4", "3x3_s2_c3", "3x3_s2_g32", "3x3_s1_c64", "forward_1x1_s1",
+_BF16 = ("tforward_k4_s2_p1", "tforward_k3_s2_p1_op1", "3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1", "1x1_s2_odd", "1x1_s2_h1", "1x1_s2_g4", "3x3_s2_c3", "3x3_s2_g32", "3x3_s1_c64", "forward_1x1_s1",
          "3x3_s2_g32_per_phase", "3x3_s2_g4_odd_per_phase", "5x5_s2_g8_per_phase", "dw3x3_s2_per_phase",
          "3x3_s1_g4", "3x3_s1_g32_c128", "3x3_s2_d2_g4", "3x3_s2_d3_g4", "3x3_s2_d2_g32",
          "k3_s2_1d", "k5_s2_g4_1d", "k1_s2_l128_1d", "k3_s2_d2_1d", "k3_s2_d2_g4_1d", "3x3x3_s2", "3x3x3_s1_g4",
@@ -223,8 +234,9 @@ def shapes(case: Case) -> dict[str, list[int]]:
     sizes = (case.hw,) * rank if isinstance(case.hw, int) else tuple(case.hw)
     dims = list(zip(sizes, case.kernel, _per_dim(case.stride, rank), _per_dim(case.padding, rank),
                     _per_dim(case.dilation, rank)))
-    if case.kind == "transposed":
-        out = [geometry.transposed_output_size(*dim, 0) for dim in dims]
+    if case.kind in ("transposed", "transposed-forward"):
+        extra = case.output_padding if case.kind == "transposed-forward" else 0
+        out = [geometry.transposed_output_size(*dim, extra) for dim in dims]
         w = [case.c, case.k // case.groups, *case.kernel]
     else:
         out = [geometry.conv_output_size(*dim) for dim in dims]
@@ -254,11 +266,19 @@ class _Forward(torch.nn.Module):
         return torch.nn.functional.conv2d(x, w, None, case.stride, case.padding, case.dilation, case.groups)
 
 
+class _TransposedForward(_Forward):
+    def forward(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        case = self.case
+        transposed = getattr(torch.nn.functional, f"conv_transpose{len(case.kernel)}d")
+        return transposed(x, w, None, case.stride, case.padding, case.output_padding, case.groups, case.dilation)
+
+
 def _mlir(case: Case) -> str:
     dtype = _DTYPES[case.dtype]
     tensors = {name: torch.zeros(size, dtype=dtype) for name, size in shapes(case).items()}
-    if case.kind == "forward":
-        return lowering.lower(_Forward(case), tensors["x"], tensors["w"], target=lowering_options.from_environment("cuda"))
+    if case.kind in ("forward", "transposed-forward"):
+        module = (_Forward if case.kind == "forward" else _TransposedForward)(case)
+        return lowering.lower(module, tensors["x"], tensors["w"], target=lowering_options.from_environment("cuda"))
     spec = functional.spec_of(tensors["dy"], tensors["x"], tensors["w"], *arguments(case),
                               dynamic_batch=case.dynamic_batch)
     if case.kind == "upstream":

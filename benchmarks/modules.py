@@ -80,22 +80,26 @@ def options_for(target: str, form: str = "auto") -> LoweringOptions:
 
 
 def gpu_weave(shape: Shape, form: str, mask: tuple[bool, bool, bool] = GRAD_INPUT_ONLY) -> str:
-    """How the plan weaves `form`'s phases for `shape` on CUDA: "gather" or
-    "grid" (`GradInputPlan.gather_weave`)."""
+    """How the plan weaves `form`'s phases for `shape` on CUDA: "in-place",
+    "gather" or "grid" (`GradInputPlan.stored_in_place`, `gather_weave`)."""
     spec = spec_of(*example_tensors(shape), *arguments(shape, mask))
-    return "gather" if plan_of(spec, options_for("cuda", form)).grad_input.gather_weave else "grid"
+    choice = plan_of(spec, options_for("cuda", form)).grad_input
+    return "in-place" if choice.stored_in_place else "gather" if choice.gather_weave else "grid"
 
 
 @contextlib.contextmanager
 def weave(form: str, name: str) -> Iterator[None]:
-    """Lowerings inside the block weave `form`'s phases `name`'s way
-    ("gather" or "grid") on GPU targets (`GradInputPlan.gather_weave`: the
-    plan's is a gather for per-phase, the grid for col2im)."""
+    """Lowerings inside the block place `form`'s phases `name`'s way on GPU
+    targets: "in-place" (each phase stored into grad_input by its own
+    dispatch, `GradInputPlan.stored_in_place`; per-phase alone), "gather"
+    or "grid" (`GradInputPlan.gather_weave`). The plan's: in place where
+    its rule allows, else a gather, for per-phase; the grid for col2im."""
     build = phases.BUILDERS[form]
 
     def woven(spec, grad_output, weight, *, plan):
-        gather = plan.options.on_gpu and name == "gather"
-        choice = dataclasses.replace(plan.grad_input, gather_weave=gather)
+        on_gpu = plan.options.on_gpu
+        choice = dataclasses.replace(plan.grad_input, gather_weave=on_gpu and name == "gather",
+                                     stored_in_place=on_gpu and name == "in-place")
         return build(spec, grad_output, weight, plan=dataclasses.replace(plan, grad_input=choice))
 
     with mock.patch.dict(phases.BUILDERS, {form: woven}):

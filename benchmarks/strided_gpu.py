@@ -4,9 +4,9 @@ grad_output) against upstream, torch eager and, for 1x1 kernels, IREE's
 own matmul of the same GEMM; grad_input only, every strided shape of
 issues 3 and 5 (STRIDED) or more strided layers (RULE_SHAPES).
 
-    ./dev python -m benchmarks.strided_gpu prepare .bench-strided [rule|line|taps|weave|one-tap|wide|tables|all-gradients|barriers|f32|f32-1x1|f32-s1|f16-s1|grouped]   # here
+    ./dev python -m benchmarks.strided_gpu prepare .bench-strided [rule|line|taps|weave|in-place|one-tap|wide|tables|all-gradients|barriers|f32|f32-1x1|f32-s1|f16-s1|grouped]   # here
     python3 benchmarks/run_on_gpu.py .bench-strided results.json                # there
-    ./dev python -m benchmarks.strided_gpu report results.json [rule|line|taps|weave|one-tap|wide|tables|all-gradients|barriers|f32|f32-1x1|f32-s1|f16-s1|grouped]      # here
+    ./dev python -m benchmarks.strided_gpu report results.json [rule|line|taps|weave|in-place|one-tap|wide|tables|all-gradients|barriers|f32|f32-1x1|f32-s1|f16-s1|grouped]      # here
 
 `taps` times per-phase with its taps gathered as built and the same
 gathers behind IREE's optimization barrier (`barriers.behind_barriers`,
@@ -15,7 +15,9 @@ upstream, on the ungrouped layers wider than 4 channels; `barriers` does
 the same for grad_input alone and for all three gradients in one module
 (`BARRIER_SHAPES`: per-phase layers, and the 1x1 layers' GEMM beside
 IREE's own matmul).
-`weave` times per-phase and col2im with the phases woven as built and the
+`in-place` times per-phase with its phases stored into grad_input by
+dispatches of their own and woven by a gather, beside the rule's pick and
+upstream (`IN_PLACE_SHAPES`). `weave` times per-phase and col2im with the phases woven as built and the
 other way (`GradInputPlan.gather_weave`: a stack and a gather, or the grid weave that
 reads every phase for each element; `modules.weave`), on every ungrouped strided layer
 with a kernel larger than 1x1, and the sub-pixel and direct forms of the
@@ -158,6 +160,16 @@ def weave_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
             yield form, modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda", form), ()
 
 
+def in_place_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+    """upstream, the rule's pick, and per-phase with its phases stored in
+    place and woven by a gather."""
+    yield "upstream", modules.raw_torch(shape, modules.GRAD_INPUT_ONLY), modules.UPSTREAM_FLAGS
+    yield "auto", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda"), ()
+    for name in ("in-place", "gather"):
+        with modules.weave("per-phase", name):
+            yield f"per-phase-{name}", modules.lowered_uncached(shape, modules.GRAD_INPUT_ONLY, "cuda", "per-phase"), ()
+
+
 def one_tap_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
     """upstream, the rule's pick, per-phase, col2im (with each weave) and the direct form."""
     yield "upstream", modules.raw_torch(shape, modules.GRAD_INPUT_ONLY), modules.UPSTREAM_FLAGS
@@ -263,6 +275,12 @@ GROUPED_SHAPES = tuple(
     for dtype in ("f16", "f32") if s.groups > 1 and (dtype == "f16" or s.groups == 32))
 
 
+# The strided layers per-phase could take with its phases in place: every
+# dim strided, a kernel larger than 1x1.
+IN_PLACE_SHAPES = tuple(s for s in (*STRIDED, *RULE_SHAPES, *GROUPED_SHAPES[1:])
+                        if s.kernel > 1 and s.stride > 1)  # GROUPED_SHAPES[0] is STRIDED's g32 layer
+
+
 def grouped_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
     """The direct form with the weight transposed (as the rule had it) and
     read as it is, per-phase, col2im, the sub-pixel form (widened to f32 as
@@ -289,7 +307,7 @@ def grouped_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]
 F32_STRIDE_1_SHAPES = tuple(dataclasses.replace(s, name=f"{s.name} f32", dtype="f32")
                             for s in (*SHAPES, *RESNET50_H100) if s.stride == 1)
 
-_VARIANTS = {"grouped": grouped_variants, "f32-s1": f32_variants, "f16-s1": f32_variants, "f32": f32_variants, "f32-1x1": f32_variants, "barriers": barrier_variants, "all-gradients": all_gradient_variants, "tables": table_variants, "taps": tap_variants, "weave": weave_variants, "one-tap": one_tap_variants, "wide": form_pair_variants}
+_VARIANTS = {"grouped": grouped_variants, "f32-s1": f32_variants, "f16-s1": f32_variants, "f32": f32_variants, "f32-1x1": f32_variants, "barriers": barrier_variants, "all-gradients": all_gradient_variants, "tables": table_variants, "taps": tap_variants, "weave": weave_variants, "in-place": in_place_variants, "one-tap": one_tap_variants, "wide": form_pair_variants}
 
 
 def prepare(folder: Path, shapes: Sequence[Shape], mode: str = "") -> None:
@@ -303,7 +321,7 @@ def prepare(folder: Path, shapes: Sequence[Shape], mode: str = "") -> None:
                 variant=name, vmfb=f"p{index}-{name}.vmfb", inputs=modules.input_specs(shape)))
         if shape.kernel == 1:
             manifest.append(iree_matmul_entry(folder, shape, f"p{index}-iree-matmul.vmfb"))
-        if mode != "barriers":
+        if mode not in ("barriers", "in-place"):
             manifest.append(modules.eager_entry(shape, mask))
         (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
@@ -313,7 +331,7 @@ if __name__ == "__main__":
     mode = sys.argv[3] if sys.argv[3:] else ""
     shapes = {"rule": RULE_SHAPES, "line": LINE_SHAPES, "taps": TAP_SHAPES, "weave": WEAVE_SHAPES,
               "one-tap": ONE_TAP_SHAPES, "wide": WIDE_SHAPES,
-              "tables": TABLE_SHAPES, "all-gradients": ALL_GRADIENT_SHAPES, "barriers": BARRIER_SHAPES,
+              "tables": TABLE_SHAPES, "in-place": IN_PLACE_SHAPES, "all-gradients": ALL_GRADIENT_SHAPES, "barriers": BARRIER_SHAPES,
               "f32": F32_SHAPES, "f32-1x1": tuple(s for s in F32_SHAPES if s.kernel == 1 and s.stride > 1),
               "f32-s1": F32_STRIDE_1_SHAPES, "f16-s1": HALF_STRIDE_1_SHAPES,
               "grouped": GROUPED_SHAPES}.get(mode, STRIDED)

@@ -6,6 +6,7 @@ the flow IR of a target: multiply-adds executed over useful, and dispatches.
     ./dev python -m benchmarks.transposed_forward [--target gfx942] [--dtype f16]
     ./dev python -m benchmarks.transposed_forward --prepare FOLDER   # CUDA f16 modules for run_on_gpu.py
         [--forms sub-pixel,col2im] [--layers gan_k4_s2_p1]       # forced forms beside the plan's
+        [--woven]                                                # and the phases woven, not stored in place
 
 `--prepare` compiles, for each layer (2-D and 3-D), ours, torch-mlir's linalg and
 IREE's own torch input (plain iree-compile) for CUDA, and writes the
@@ -90,9 +91,11 @@ def eager_entry(layer: Layer, dtype: str) -> dict:
     return dict(shape=layer.name, mask="forward", variant="torch-eager", eager=eager)
 
 
-def prepare(folder: Path, dtype: str = "f16", forms: Sequence[str] = (), names: Sequence[str] = ()) -> None:
+def prepare(folder: Path, dtype: str = "f16", forms: Sequence[str] = (), names: Sequence[str] = (),
+            woven: bool = False) -> None:
     """`forms`: grad_input forms forced besides the plan's ("ours-FORM");
-    `names`: only these layers."""
+    `names`: only these layers; `woven`: ours with its phases woven by a
+    gather too, as before they were stored in place ("ours, woven")."""
     from benchmarks import modules
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -109,6 +112,9 @@ def prepare(folder: Path, dtype: str = "f16", forms: Sequence[str] = (), names: 
         for form in forms:
             forced = dataclasses.replace(options, grad_input_form=form)
             texts[f"ours-{form}"] = (_lowered(conv, x, forced, True), ())
+        if woven:
+            with modules.weave("per-phase", "gather"):
+                texts["ours, woven"] = (_lowered(conv, x, options, True), ())
         for variant, (text, flags) in texts.items():
             manifest.append(modules.compiled_entry(folder, text, "cuda", flags, shape=layer.name, mask="forward",
                                                    variant=variant, vmfb=f"{layer.name}-{variant}.vmfb",
@@ -125,10 +131,11 @@ def main() -> int:
     parser.add_argument("--forms", default="", help="with --prepare: grad_input forms to force besides the plan's "
                                                      "(comma-separated: per-phase, sub-pixel, col2im, direct)")
     parser.add_argument("--layers", default="", help="with --prepare: only these layers (comma-separated names)")
+    parser.add_argument("--woven", action="store_true", help="with --prepare: ours with its phases woven by a gather too")
     args = parser.parse_args()
     if args.prepare:
         prepare(args.prepare, args.dtype, [f for f in args.forms.split(",") if f],
-                [n for n in args.layers.split(",") if n])
+                [n for n in args.layers.split(",") if n], args.woven)
         return 0
     options = LoweringOptions(target=args.target)
     print(f"{args.target}, {args.dtype}, batch {BATCH}: multiply-adds executed / useful, dispatches in flow IR")
