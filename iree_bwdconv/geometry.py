@@ -262,6 +262,12 @@ class Phase:
         return self.dy_start - self.first_q + first_row, rows + (self.taps - 1) * self.tap_dilation
 
     @property
+    def first_position(self) -> int:
+        """The phase's first position `first_q*stride + residue - padding`
+        in grad_input; the others follow every `stride`."""
+        return self.first_q * self.stride + self.residue - self.padding
+
+    @property
     def position_residue(self) -> int:
         """rho = i mod s of the phase's positions i: its column of the
         position grid (`position_grid_length`)."""

@@ -143,6 +143,7 @@ def test_phases_compute_grad_input_exactly(k, s, d, p, n):
     for ph in phases:
         for m in range(ph.count):
             i = (ph.first_q + m) * s + ph.residue - p
+            assert i == ph.first_position + m * s  # where the pattern inserts the phase's rows
             assert 0 <= i < n and got[i] is None, "phases must partition the positions"
             got[i] = sum(read(ph.dy_start + m + j * ph.tap_dilation) * w[tap]
                          for j, tap in enumerate(ph.tap_indices))

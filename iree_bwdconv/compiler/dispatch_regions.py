@@ -129,9 +129,7 @@ def _takes(op: ir.Operation) -> bool:
 
 def _positions(insert: ir.Operation) -> dict[ir.Operation, int]:
     """The ops of the block that holds `insert`, by position."""
-    block = next(b for region in insert.parent.regions for b in region.blocks
-                 if any(op.operation == insert for op in b.operations))
-    return {op.operation: i for i, op in enumerate(block.operations)}
+    return {op.operation: i for i, op in enumerate(insert.block.operations)}
 
 
 def _producer(value: ir.Value, block_ops: dict[ir.Operation, int]):

@@ -185,7 +185,7 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
         else:
             part = _phase_contraction(spec, window, w, phases, counts, one_tap_gemm=choice.one_tap_gemm)
         dx = lb.zeros(lb.sizes_of(part)[:lead] + list(spec.input_spatial), dtype)
-        offsets = [ph.first_q * s + ph.residue - p for ph, s, p in zip(phases, spec.stride, spec.padding)]
+        offsets = [ph.first_position for ph in phases]
         # A dim of one row takes no step: IREE's CUDA code also failed on a
         # strided insert of one row fused into the f16 GEMM (1-D, size 5, stride 3 or 4).
         strides = [1 if q == 1 else s for s, q in zip(spec.stride, counts)]
@@ -238,7 +238,7 @@ def _stored_in_place(spec: ConvBackwardSpec, dy: ir.Value, weight: ir.Value, liv
         part = _phase_contraction(spec, window, taps, phases, counts, table, one_tap_gemm=plan.grad_input.one_tap_gemm)
         if dx is None:
             dx = (lb.empty if written else lb.zeros)(lb.sizes_of(part)[:lead] + list(spec.input_spatial), dtype)
-        offsets = [ph.first_q * s + ph.residue - p for ph, s, p in zip(phases, spec.stride, spec.padding)]
+        offsets = [ph.first_position for ph in phases]
         dx = lb.insert_strided(lb.convert(part, dtype), dx, [0] * lead + offsets, [1] * lead + list(spec.stride))
         dx.owner.attributes[dispatch_regions.MARK] = ir.UnitAttr.get()
     return lb.collapse_dims(dx, 1) if spec.groups > 1 else dx
