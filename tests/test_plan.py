@@ -63,10 +63,19 @@ BACKWARD = [
     ("gfx942_3x3_s2_f16", "gfx942", _layer(64, 64, (28, 28), (3, 3), 2, 1, dtype=F16), {},
      {"grad_input.form": "per-phase", "grad_input.stored_in_place": False, "grad_input.gather_weave": True},
      {"gpu_gather_weave"}),
-    # grouped: woven (IREE fault cuda_grouped_phase_store); 8 channels: woven (cuda_mma_padding_overread)
-    ("cuda_3x3_s2_g4_f16_woven", "cuda", _layer(64, 64, (28, 28), (3, 3), 2, 1, groups=4, dtype=F16), {},
-     {"grad_input.form": "per-phase", "grad_input.stored_in_place": False, "grad_input.gather_weave": True},
+    # grouped, 16 channels a group: in place, its phase of one tap a GEMM (IREE fault cuda_grouped_phase_store);
+    # 8 channels (a group): woven (cuda_mma_padding_overread)
+    ("cuda_3x3_s2_g4_f16", "cuda", _layer(64, 64, (28, 28), (3, 3), 2, 1, groups=4, dtype=F16), {},
+     {"grad_input.form": "per-phase", "grad_input.stored_in_place": True, "grad_input.one_tap_gemm": True},
+     {"gpu_grouped_per_phase", "phase_stored_in_place", "phase_grouped_one_tap_gemm"}),
+    ("cuda_4x4_s2_g4_f16", "cuda", _layer(64, 64, (28, 28), (4, 4), 2, 1, groups=4, dtype=F16), {},
+     {"grad_input.stored_in_place": True}, {"phase_stored_in_place"}),
+    ("cuda_3x3_s2_g4_f16_woven", "cuda", _layer(64, 64, (28, 28), (3, 3), 2, 1, groups=4, dtype=F16),
+     {"phases_in_place": False},
+     {"grad_input.stored_in_place": False, "grad_input.gather_weave": True, "grad_input.one_tap_gemm": False},
      {"gpu_grouped_per_phase", "gpu_gather_weave"}),
+    ("cuda_3x3_s2_g8_c64_f16_woven", "cuda", _layer(64, 64, (28, 28), (3, 3), 2, 1, groups=8, dtype=F16), {},
+     {"grad_input.stored_in_place": False, "grad_input.gather_weave": True}, {"gpu_gather_weave"}),
     ("cuda_3x3_s2_c8_f16_woven", "cuda", _layer(8, 32, (28, 28), (3, 3), 2, 1, dtype=F16), {},
      {"grad_input.stored_in_place": False}, set()),
     # one row along a dim: its phase would take no step there (IREE fault cuda_strided_insert_mma_fusion)

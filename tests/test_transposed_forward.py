@@ -141,11 +141,14 @@ def test_flow_work_counts_each_launch_of_a_shared_executable():
     assert work.dispatches > work.executables >= 1
 
 
-# CUDA's per-phase forms store each phase of an ungrouped layer into the
-# output from a dispatch of its own (`plan.grad_input.phase_stored_in_place`);
-# sizes that tile unevenly.
+# CUDA's per-phase forms store each phase of a layer of 16 or more output
+# channels a group into the output from a dispatch of its own
+# (`plan.grad_input.phase_stored_in_place`; grouped phases of one tap as
+# GEMMs); sizes that tile unevenly.
 CUDA_IN_PLACE_CASES = [
     ("2d_k4_s2_p1_f16", 16, 16, (7, 9), 4, 2, 1, 0, 1, 1, "f16"),
+    ("2d_k3_s2_p1_op1_g2_f16", 32, 32, (7, 9), 3, 2, 1, 1, 1, 2, "f16"),
+    ("2d_k2_s2_g2_bf16", 32, 32, (5, 6), 2, 2, 0, 0, 1, 2, "bf16"),
     ("2d_k3_s2_p1_op1_bf16", 16, 32, (7, 9), 3, 2, 1, 1, 1, 1, "bf16"),
     ("2d_k5_s3_p2_op2_f16", 32, 16, (5, 6), 5, 3, 2, 2, 1, 1, "f16"),
     ("3d_k4_s2_p1_f16", 8, 16, (3, 4, 3), 4, 2, 1, 0, 1, 1, "f16"),

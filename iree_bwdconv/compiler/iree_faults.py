@@ -256,14 +256,18 @@ CUDA_GROUPED_PHASE_STORE = Fault(
     dtypes=("f16", "bf16"),
     seen_in=("3.13.0",),
     symptom=(
-        "IREE's CUDA code for a grouped f16/bf16 stride phase whose result is stored with the stride into "
-        "grad_input in the same dispatch (a dispatch region of ours) returns wrong numbers: on an H200, "
-        "55%-98% of the largest value off (2 groups of 16, n2 8x8, 2x2 and 3x3 kernels at stride 2) and "
-        "63%-75% on larger layers (2 and 4 groups, 28x28 and 29x29, bf16 too). The same modules compiled "
-        "for the CPU, or with the regions taken apart, were right, and so were ungrouped and f32 ones. "
-        "Nothing in IREE's configured dispatches marks it: only a GPU shows it (benchmarks/gpu_check.py)."
+        "IREE's CUDA code for a grouped f16/bf16 stride phase of one tap along every dim (a grouped 1x1 "
+        "convolution over the phase's positions), whose result is stored with the stride into grad_input in "
+        "the same dispatch (a dispatch region of ours), returns wrong numbers: on an H200 98% of the largest "
+        "value off on 2x2 s2 in 2 groups of 16 (n2 8x8), 42% of its elements; on 3x3 s2 layers (2 and 4 "
+        "groups, 28x28 and 29x29, bf16 too) the one-tap phase alone, 55%-75%. Phases of two or more taps "
+        "along a dim were right in their regions (3x3 and 4x4 kernels, 2 and 4 groups), and so were the same "
+        "modules compiled for the CPU, with the regions taken apart, ungrouped, or in f32. Nothing in IREE's "
+        "configured dispatches marks it: only a GPU shows it (benchmarks/gpu_check.py)."
     ),
-    workaround="grouped layers keep their phases woven: the plan's rule phase_stored_in_place asks for groups 1",
+    workaround="where grouped phases are stored in place, a phase of one tap is a weight-first GEMM, not a "
+               "convolution (the plan's rule phase_grouped_one_tap_gemm), as ungrouped ones are on GPUs",
+    rule="phase_grouped_one_tap_gemm",
 )
 
 FAULTS: dict[str, Fault] = {fault.name: fault for fault in (MULTI_USE_FUSION_PARTIAL_WRITE, UNIT_WINDOW_FOLD,

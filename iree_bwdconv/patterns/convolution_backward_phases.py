@@ -63,9 +63,11 @@ def _phase_contraction(
     them (`lb.window`) and T_r the phase's own reversed sub-kernel (the
     weight itself for a 1x1 kernel), as a convolution (`contraction_forms.conv`).
     Without groups, dy is [n,f,..] and the result [n,c,..]. A phase of one
-    tap is a GEMM with the weight first instead where `one_tap_gemm` (an
-    ungrouped one on a GPU target; `tap_tables.one_tap`): the convolution-shaped 1-tap phase was the part
-    of this form IREE 3.13's CUDA code computed wrongly in f16.
+    tap is a GEMM with the weight first instead where `one_tap_gemm`
+    (`plan.grad_input.phase_one_tap_gemm`; an ungrouped one's weight from
+    `tap_tables.one_tap`): the convolution-shaped 1-tap phase was the part
+    of this form IREE 3.13's CUDA code computed wrongly in f16, and grouped
+    ones where they are stored in place.
 
     Without `table` each phase gathers its own taps. A `table` from
     `tap_tables.all_tap_tables` is a contiguous block of one buffer: slicing one
@@ -76,11 +78,14 @@ def _phase_contraction(
     c_in = spec.in_channels_per_group
     channels = [groups, c_in] if groups > 1 else [c_in]
     init = lb.zeros([lb.sizes_of(window)[0], *channels, *rows], lb.element_type(gradients.ACCUMULATOR))
-    if table is not None:  # [c, f] for a weight-first GEMM, else the convolution's [(g,) c, f, *j]
+    gemm = one_tap_gemm and all(ph.taps == 1 for ph in phases)
+    if table is not None:  # [c, f] for an ungrouped weight-first GEMM, else the convolution's [(g,) c, f, *j]
         if ir.RankedTensorType(table.type).rank == 2:
             return forms.weight_first_gemm(table, window, init)
+        if gemm:
+            return forms.weight_first_gemm(_without_tap_dims(table, r), window, init)
         return forms.conv(window, table, init, [1] * r, [ph.tap_dilation for ph in phases])
-    if one_tap_gemm and all(ph.taps == 1 for ph in phases):
+    if gemm and groups == 1:
         return forms.weight_first_gemm(tap_tables.one_tap(weight, [ph.first_tap for ph in phases]), window, init)
     taps = weight
     if any(k > 1 for k in spec.kernel):
@@ -97,7 +102,17 @@ def _phase_contraction(
         taps = forms.transpose(taps, [0, 2, 1, *range(3, 3 + r)])  # [g, c, f, *j]
     if groups == 1:
         taps = lb.collapse_dims(taps, 0)
+    if gemm:
+        return forms.weight_first_gemm(_without_tap_dims(taps, r), window, init)
     return forms.conv(window, taps, init, [1] * r, [ph.tap_dilation for ph in phases])
+
+
+def _without_tap_dims(taps: ir.Value, r: int) -> ir.Value:
+    """A one-tap phase's table [(g,) c, f, 1...] as the weight-first GEMM's
+    [(g,) c, f]: its `r` unit tap dims merged into f."""
+    for _ in range(r):
+        taps = lb.collapse_dims(taps, ir.RankedTensorType(taps.type).rank - 2)
+    return taps
 
 
 def _phase_windows(

@@ -129,6 +129,8 @@ def _grad_input(spec: ConvBackwardSpec, built: ConvBackwardSpec, options: Loweri
                   phase_widened=bool(fields["widened_phases"]),
                   gpu_gather_weave=fields["gather_weave"],
                   phase_stored_in_place=fields["stored_in_place"],
+                  phase_grouped_one_tap_gemm=fields["one_tap_gemm"] and built.groups > 1
+                  and any(all(ph.taps == 1 for ph in phases) for phases in live),
                   phase_narrow_widened=in_f32 and gi.narrow_channels_on_gfx942(built, options, tuning))
     elif form == "kernel":
         on["kernel_padded_channels"] = catalog.padded_channels(spec.in_channels) != spec.in_channels
@@ -142,7 +144,7 @@ def _grad_input(spec: ConvBackwardSpec, built: ConvBackwardSpec, options: Loweri
 def _per_phase(spec: ConvBackwardSpec, live: list[gi.Phases], in_f32: bool, options: LoweringOptions,
                tuning: Tuning) -> dict:
     one_matmul = gi.phase_one_matmul(spec, options)
-    fields = {"one_matmul": one_matmul, "weight_first": False, "one_tap_gemm": options.on_gpu and spec.groups == 1,
+    fields = {"one_matmul": one_matmul, "weight_first": False, "one_tap_gemm": gi.phase_one_tap_gemm(spec, options, False),
               "woven_axes": (), "one_table": False, "widened_phases": frozenset(), "gather_weave": options.on_gpu,
               "stored_in_place": False}
     if one_matmul or not live:
@@ -155,6 +157,7 @@ def _per_phase(spec: ConvBackwardSpec, live: list[gi.Phases], in_f32: bool, opti
     fields["one_table"] = gi.phase_one_table(spec, live, options, tuning)
     fields["stored_in_place"] = gi.phase_stored_in_place(spec, live, options, tuning)
     fields["gather_weave"] = options.on_gpu and not fields["stored_in_place"]
+    fields["one_tap_gemm"] = gi.phase_one_tap_gemm(spec, options, fields["stored_in_place"])
     fields["widened_phases"] = frozenset(gi.position_residues(phases) for phases in live
                                          if gi.phase_widened(spec, phases, options, tuning))
     return fields

@@ -319,9 +319,9 @@ def phase_tables_each(spec: ConvBackwardSpec, live: list[Phases], options: Lower
 
 def phase_stored_in_place(spec: ConvBackwardSpec, live: list[Phases], options: LoweringOptions,
                           tuning: Tuning) -> bool:
-    """CUDA per-phase, ungrouped, 2-D or 3-D, with two or more live phases,
-    strided along every dim and of two or more rows along each, with
-    `tuning.in_place_min_channels` or more grad_input channels: each phase
+    """CUDA per-phase, 2-D or 3-D, with two or more live phases, strided
+    along every dim and of two or more rows along each, with
+    `tuning.in_place_min_channels` or more grad_input channels a group: each phase
     reads a window of dy padded for it alone and stores its rows into
     grad_input with the stride, all in one dispatch
     (`compiler.dispatch_regions`), instead of one padded span of dy copied
@@ -332,9 +332,11 @@ def phase_stored_in_place(spec: ConvBackwardSpec, live: list[Phases], options: L
     (issues 1 and 3, ResNet-50's) in place ran 1.05x-9x faster on eight and
     0.93x-0.96x on one (5x5 c128 k256 40x175); the woven phases of one tap
     row were widened to f32 for IREE fault `cuda_mma_padding_overread` (0.8
-    ms each on Retinanet). Grouped phases stored so came out wrong in
-    f16/bf16 (IREE fault `cuda_grouped_phase_store`): grouped layers keep
-    the weave. A stride along one dim alone (1-D too) is IREE fault
+    ms each on Retinanet). Grouped, 3x3 s2 layers of 2-8 groups ran 2.0x-2.8x
+    faster than woven; their phases of one tap along every dim are
+    weight-first GEMMs there (`GradInputPlan.one_tap_gemm`), since IREE's
+    CUDA code stored the convolution-shaped ones wrongly in f16/bf16 (IREE
+    fault `cuda_grouped_phase_store`). A stride along one dim alone (1-D too) is IREE fault
     `cuda_strided_insert_mma_fusion`; gfx942 has not run it. With 8
     channels (c8 k32 112x112) IREE's code for the phases in their regions
     still read past an operand after `whole_tiles` and widening: they are
@@ -343,8 +345,21 @@ def phase_stored_in_place(spec: ConvBackwardSpec, live: list[Phases], options: L
     (`LoweringOptions.phases_in_place`)."""
     strided = all(s > 1 for s in spec.stride) and len(spec.stride) > 1
     rows = all(ph.count > 1 for phases in live for ph in phases)
-    wide = spec.groups == 1 and spec.in_channels >= tuning.in_place_min_channels
+    wide = spec.in_channels_per_group >= tuning.in_place_min_channels
     return options.target == "cuda" and options.phases_in_place and len(live) > 1 and strided and rows and wide
+
+
+def phase_one_tap_gemm(spec: ConvBackwardSpec, options: LoweringOptions, stored_in_place: bool) -> bool:
+    """Whether a phase of one tap along every dim is a GEMM with the weight
+    first (`contraction_forms.weight_first_gemm`) rather than a
+    convolution: on GPU targets for ungrouped layers, where IREE 3.13's CUDA
+    code computed the convolution-shaped phase wrongly in f16; for grouped
+    ones where the phases are stored in place, where it stored the grouped
+    convolution-shaped phase wrongly (IREE fault `cuda_grouped_phase_store`:
+    2x2 s2 in 2 groups of 16, 98% of the largest value off; right as
+    GEMMs, H200). Woven, grouped one-tap phases were right as
+    convolutions."""
+    return options.on_gpu and (spec.groups == 1 or stored_in_place)
 
 
 def narrow_channels_on_gfx942(spec: ConvBackwardSpec, options: LoweringOptions, tuning: Tuning) -> bool:

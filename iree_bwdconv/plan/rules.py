@@ -87,10 +87,13 @@ RULES: dict[str, Rule] = {
                                  "shared memory; exceeded the limit of 65536'"),
     "gpu_gather_weave": Rule("grad_input", "gpu", "per-phase woven by a gather", f"the grid weave, reading every phase, "
                              f"took 599 us of 774 ({_H})"),
-    "phase_stored_in_place": Rule("grad_input", "cuda", "per-phase, ungrouped, 2-D/3-D, every dim strided, 16+ "
-                                  "channels: each phase pads its own window and stores its rows into grad_input, "
+    "phase_stored_in_place": Rule("grad_input", "cuda", "per-phase, 2-D/3-D, every dim strided, 16+ channels a "
+                                  "group: each phase pads its own window and stores its rows into grad_input, "
                                   "one dispatch each", "transposed k4 s2 p1 c64 k32 f16: 0.096 ms against 0.134 "
                                   "woven; Retinanet's grad_input 0.22 against 1.95 (H200)"),
+    "phase_grouped_one_tap_gemm": Rule("grad_input", "cuda", "grouped phases stored in place: a phase of one tap "
+                                       "along every dim as a weight-first GEMM", "the convolution-shaped one 98% of "
+                                       "the largest value off in f16 (IREE fault cuda_grouped_phase_store, H200)"),
     "col2im_images_first": Rule("grad_input", "gpu", "col2im's taps-first matmul per image",
                                 f"143 us against 223 unaligned ({_H})"),
     "cpu_group_split": Rule("all", "cpu", "grouped with 2+ channels a group: one ungrouped convolution per "

@@ -1,10 +1,11 @@
 // IREE fault `cuda_grouped_phase_store` (iree_bwdconv/compiler/iree_faults.py).
 // grad_input of a 2x2 stride-2 convolution in 2 groups of 16 channels, f16,
 // n2 8x8, as CUDA's per-phase form with each phase stored in place in a
-// dispatch region of ours (plan rule phase_stored_in_place before it asked
-// for groups 1). On an H200 its grad_input came out 98% of the largest value
-// off; compiled for the CPU, or with its regions taken apart, it is right.
-// Nothing in IREE's configured dispatches marks it.
+// dispatch region of ours, every phase one tap and built as a convolution
+// (before plan rule phase_grouped_one_tap_gemm made such phases GEMMs). On an
+// H200 its grad_input came out 98% of the largest value off; compiled for the
+// CPU, or with its regions taken apart, it is right. Nothing in IREE's
+// configured dispatches marks it.
 #map = affine_map<(d0) -> (d0)>
 #map1 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d2 + d6, d3 + d7)>
 #map2 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d4, d5, d6, d7)>
