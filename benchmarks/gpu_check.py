@@ -104,6 +104,11 @@ _LAYERS = (
     # 16 channels a group (stride 1; 32 at an odd size), read as f32 below
     _layer("3x3_s1_g4", 8, 64, 64, 28, 3, 1, 1, 4, "auto"),
     _layer("3x3_s2_g2_odd", 6, 64, 96, 29, 3, 2, 1, 2, "auto"),
+    # Grouped phases stored in place, those of one tap as GEMMs (IREE fault cuda_grouped_phase_store)
+    _layer("2x2_s2_g2_c32", 2, 32, 32, 8, 2, 2, 0, 2, "auto"),
+    _layer("3x3_s2_g4_c128", 8, 128, 128, 28, 3, 2, 1, 4, "auto"),
+    _layer("4x4_s2_g4_c64", 8, 64, 64, 28, 4, 2, 1, 4, "auto"),
+    _layer("3x3x3_s2_g2_c32", 2, 32, 32, 9, (3, 3, 3), 2, 1, 2, "auto"),
     _layer("3x3_s1_g32_c128", 8, 128, 128, 28, 3, 1, 1, 32, "auto"),
     _layer("dw3x3_s1", 8, 64, 64, 28, 3, 1, 1, 64, "auto"),
     # dilated: gcd(s, d) = 2 leaves one live phase of nine taps and three
@@ -194,7 +199,7 @@ _LAYERS = (
     _layer("upstream_3x3_s2_c64", 8, 64, 64, 25, 3, 2, 1, 1, "-", kind="upstream"),
 )
 # bf16, in the forms the rule picks.
-_BF16 = ("tforward_k4_s2_p1", "tforward_k3_s2_p1_op1", "3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1", "1x1_s2_odd", "1x1_s2_h1", "1x1_s2_g4", "3x3_s2_c3", "3x3_s2_g32", "3x3_s1_c64", "forward_1x1_s1",
+_BF16 = ("tforward_k4_s2_p1", "tforward_k4_s2_p1_g4", "2x2_s2_g2_c32", "3x3_s2_g4_c128", "3x3_s2_g2_odd", "tforward_k3_s2_p1_op1", "3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1", "1x1_s2_odd", "1x1_s2_h1", "1x1_s2_g4", "3x3_s2_c3", "3x3_s2_g32", "3x3_s1_c64", "forward_1x1_s1",
          "3x3_s2_g32_per_phase", "3x3_s2_g4_odd_per_phase", "5x5_s2_g8_per_phase", "dw3x3_s2_per_phase",
          "3x3_s1_g4", "3x3_s1_g32_c128", "3x3_s2_d2_g4", "3x3_s2_d3_g4", "3x3_s2_d2_g32",
          "k3_s2_1d", "k5_s2_g4_1d", "k1_s2_l128_1d", "k3_s2_d2_1d", "k3_s2_d2_g4_1d", "3x3x3_s2", "3x3x3_s1_g4",

@@ -21,7 +21,7 @@ from iree_bwdconv.errors import PipelineError
 from iree_bwdconv.functional import ConvolutionBackward, spec_of
 from iree_bwdconv.options import GRAD_INPUT_FORM_VARIABLE, LoweringOptions
 from iree_bwdconv.patterns import convolution_backward_phases as phases
-from iree_bwdconv.plan import plan as plan_of
+from iree_bwdconv.plan import grad_input, plan as plan_of
 
 from .shapes import Shape
 
@@ -93,13 +93,16 @@ def weave(form: str, name: str) -> Iterator[None]:
     targets: "in-place" (each phase stored into grad_input by its own
     dispatch, `GradInputPlan.stored_in_place`; per-phase alone), "gather"
     or "grid" (`GradInputPlan.gather_weave`). The plan's: in place where
-    its rule allows, else a gather, for per-phase; the grid for col2im."""
+    its rule allows, else a gather, for per-phase; the grid for col2im.
+    In place, a grouped phase of one tap is a GEMM, as the plan has it."""
     build = phases.BUILDERS[form]
 
     def woven(spec, grad_output, weight, *, plan):
         on_gpu = plan.options.on_gpu
+        in_place = on_gpu and name == "in-place"
         choice = dataclasses.replace(plan.grad_input, gather_weave=on_gpu and name == "gather",
-                                     stored_in_place=on_gpu and name == "in-place")
+                                     stored_in_place=in_place,
+                                     one_tap_gemm=grad_input.phase_one_tap_gemm(spec, plan.options, in_place))
         return build(spec, grad_output, weight, plan=dataclasses.replace(plan, grad_input=choice))
 
     with mock.patch.dict(phases.BUILDERS, {form: woven}):

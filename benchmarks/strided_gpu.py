@@ -17,7 +17,8 @@ the same for grad_input alone and for all three gradients in one module
 IREE's own matmul).
 `in-place` times per-phase with its phases stored into grad_input by
 dispatches of their own and woven by a gather, beside the rule's pick and
-upstream (`IN_PLACE_SHAPES`). `weave` times per-phase and col2im with the phases woven as built and the
+upstream (`IN_PLACE_SHAPES`); `grouped-in-place` the same on grouped layers
+of 16+ channels a group (`GROUPED_IN_PLACE_SHAPES`). `weave` times per-phase and col2im with the phases woven as built and the
 other way (`GradInputPlan.gather_weave`: a stack and a gather, or the grid weave that
 reads every phase for each element; `modules.weave`), on every ungrouped strided layer
 with a kernel larger than 1x1, and the sub-pixel and direct forms of the
@@ -162,9 +163,7 @@ def weave_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
 
 def in_place_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
     """upstream, the rule's pick, and per-phase with its phases stored in
-    place and woven by a gather. On grouped layers the in-place variant is a
-    form IREE computes wrongly in f16/bf16 (IREE fault
-    `cuda_grouped_phase_store`): timed there, never picked."""
+    place and woven by a gather."""
     yield "upstream", modules.raw_torch(shape, modules.GRAD_INPUT_ONLY), modules.UPSTREAM_FLAGS
     yield "auto", modules.ours(shape, modules.GRAD_INPUT_ONLY, "cuda"), ()
     for name in ("in-place", "gather"):
@@ -282,6 +281,15 @@ GROUPED_SHAPES = tuple(
 IN_PLACE_SHAPES = tuple(s for s in (*STRIDED, *RULE_SHAPES, *GROUPED_SHAPES[1:])
                         if s.kernel > 1 and s.stride > 1)  # GROUPED_SHAPES[0] is STRIDED's g32 layer
 
+# Grouped layers of 16 or more channels a group (ResNeXt- and RegNet-like
+# stage transitions), which the plan stores in place.
+GROUPED_IN_PLACE_SHAPES = (
+    Shape("3x3 s2 g2 n32 c64 k64 56x56", 32, 64, 64, (56, 56), 3, 2, 1, groups=2),
+    Shape("3x3 s2 g4 n32 c128 k128 28x28", 32, 128, 128, (28, 28), 3, 2, 1, groups=4),
+    Shape("3x3 s2 g8 n32 c256 k256 28x28", 32, 256, 256, (28, 28), 3, 2, 1, groups=8),
+    Shape("4x4 s2 g4 n32 c64 k64 28x28", 32, 64, 64, (28, 28), 4, 2, 1, groups=4),
+)
+
 
 def grouped_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]:
     """The direct form with the weight transposed (as the rule had it) and
@@ -309,7 +317,7 @@ def grouped_variants(shape: Shape) -> Iterator[tuple[str, str, tuple[str, ...]]]
 F32_STRIDE_1_SHAPES = tuple(dataclasses.replace(s, name=f"{s.name} f32", dtype="f32")
                             for s in (*SHAPES, *RESNET50_H100) if s.stride == 1)
 
-_VARIANTS = {"grouped": grouped_variants, "f32-s1": f32_variants, "f16-s1": f32_variants, "f32": f32_variants, "f32-1x1": f32_variants, "barriers": barrier_variants, "all-gradients": all_gradient_variants, "tables": table_variants, "taps": tap_variants, "weave": weave_variants, "in-place": in_place_variants, "one-tap": one_tap_variants, "wide": form_pair_variants}
+_VARIANTS = {"grouped": grouped_variants, "f32-s1": f32_variants, "f16-s1": f32_variants, "f32": f32_variants, "f32-1x1": f32_variants, "barriers": barrier_variants, "all-gradients": all_gradient_variants, "tables": table_variants, "taps": tap_variants, "weave": weave_variants, "in-place": in_place_variants, "grouped-in-place": in_place_variants, "one-tap": one_tap_variants, "wide": form_pair_variants}
 
 
 def prepare(folder: Path, shapes: Sequence[Shape], mode: str = "") -> None:
@@ -323,7 +331,7 @@ def prepare(folder: Path, shapes: Sequence[Shape], mode: str = "") -> None:
                 variant=name, vmfb=f"p{index}-{name}.vmfb", inputs=modules.input_specs(shape)))
         if shape.kernel == 1:
             manifest.append(iree_matmul_entry(folder, shape, f"p{index}-iree-matmul.vmfb"))
-        if mode not in ("barriers", "in-place"):
+        if mode not in ("barriers", "in-place", "grouped-in-place"):
             manifest.append(modules.eager_entry(shape, mask))
         (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
@@ -333,7 +341,7 @@ if __name__ == "__main__":
     mode = sys.argv[3] if sys.argv[3:] else ""
     shapes = {"rule": RULE_SHAPES, "line": LINE_SHAPES, "taps": TAP_SHAPES, "weave": WEAVE_SHAPES,
               "one-tap": ONE_TAP_SHAPES, "wide": WIDE_SHAPES,
-              "tables": TABLE_SHAPES, "in-place": IN_PLACE_SHAPES, "all-gradients": ALL_GRADIENT_SHAPES, "barriers": BARRIER_SHAPES,
+              "tables": TABLE_SHAPES, "in-place": IN_PLACE_SHAPES, "grouped-in-place": GROUPED_IN_PLACE_SHAPES, "all-gradients": ALL_GRADIENT_SHAPES, "barriers": BARRIER_SHAPES,
               "f32": F32_SHAPES, "f32-1x1": tuple(s for s in F32_SHAPES if s.kernel == 1 and s.stride > 1),
               "f32-s1": F32_STRIDE_1_SHAPES, "f16-s1": HALF_STRIDE_1_SHAPES,
               "grouped": GROUPED_SHAPES}.get(mode, STRIDED)
