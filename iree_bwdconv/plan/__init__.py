@@ -144,9 +144,9 @@ def _grad_input(spec: ConvBackwardSpec, built: ConvBackwardSpec, options: Loweri
 def _per_phase(spec: ConvBackwardSpec, live: list[gi.Phases], in_f32: bool, options: LoweringOptions,
                tuning: Tuning) -> dict:
     one_matmul = gi.phase_one_matmul(spec, options)
-    fields = {"one_matmul": one_matmul, "weight_first": False, "one_tap_gemm": gi.phase_one_tap_gemm(spec, options, False),
-              "woven_axes": (), "one_table": False, "widened_phases": frozenset(), "gather_weave": options.on_gpu,
-              "stored_in_place": False}
+    fields = {"one_matmul": one_matmul, "weight_first": False,
+              "one_tap_gemm": gi.phase_one_tap_gemm(spec, options, False), "woven_axes": (), "one_table": False,
+              "widened_phases": frozenset(), "gather_weave": options.on_gpu, "stored_in_place": False}
     if one_matmul or not live:
         return fields
     if len(live) == 1:

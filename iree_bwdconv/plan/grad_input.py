@@ -332,12 +332,12 @@ def phase_stored_in_place(spec: ConvBackwardSpec, live: list[Phases], options: L
     (issues 1 and 3, ResNet-50's) in place ran 1.05x-9x faster on eight and
     0.93x-0.96x on one (5x5 c128 k256 40x175); the woven phases of one tap
     row were widened to f32 for IREE fault `cuda_mma_padding_overread` (0.8
-    ms each on Retinanet). Grouped, 3x3 s2 layers of 2-8 groups ran 2.0x-2.8x
-    faster than woven; their phases of one tap along every dim are
-    weight-first GEMMs there (`GradInputPlan.one_tap_gemm`), since IREE's
-    CUDA code stored the convolution-shaped ones wrongly in f16/bf16 (IREE
-    fault `cuda_grouped_phase_store`). A stride along one dim alone (1-D too) is IREE fault
-    `cuda_strided_insert_mma_fusion`; gfx942 has not run it. With 8
+    ms each on Retinanet). Grouped 3x3 s2 layers of 2-8 groups ran 2.0x-2.9x
+    faster in place than woven; their phases of one tap along every dim
+    are weight-first GEMMs there (`phase_one_tap_gemm`), since IREE's CUDA
+    code stored the convolution-shaped ones wrongly in f16/bf16 (IREE
+    fault `cuda_grouped_phase_store`). A stride along one dim alone (1-D
+    too) is IREE fault `cuda_strided_insert_mma_fusion`; gfx942 has not run it. With 8
     channels (c8 k32 112x112) IREE's code for the phases in their regions
     still read past an operand after `whole_tiles` and widening: they are
     woven. Where that happens above the line (7x7 c16 k64 224x224),

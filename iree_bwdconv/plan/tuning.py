@@ -25,7 +25,7 @@ class Tuning:
     # this in every dim (and whose table decodes by shifts).
     one_table_kernel: int = 5
     # CUDA per-phase: each phase stored in place (a dispatch of its own) from
-    # this many grad_input channels. With 8 (c8 k32 112x112) IREE's code for
+    # this many grad_input channels a group. With 8 (c8 k32 112x112) IREE's code for
     # the phases read past an operand (IREE fault cuda_mma_padding_overread),
     # which whole tiles did not mend there.
     in_place_min_channels: int = 16
