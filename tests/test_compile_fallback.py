@@ -4,6 +4,7 @@ again in the plain forms, with a warning; what the plain forms change."""
 from __future__ import annotations
 
 import io
+import warnings
 import zipfile
 from typing import Optional
 
@@ -194,3 +195,22 @@ def test_the_plain_direct_form_widens_a_window_that_slides_along_no_dim():
     results = runtime.run(pipeline.iree_compile(mlir, "cpu"), [dy, x, w])
     for comparison in reference.compare([*results, None], dy, x, w, arguments):
         assert comparison.ok, comparison
+
+
+def test_a_grouped_layer_whose_phases_in_place_are_refused_compiles_woven_for_cuda():
+    """3x3 s2 dilation 3 in 4 groups of 16 channels, f16 (gpu_check's
+    3x3_s2_d3_g4): the plan stores its phases in place, where IREE's code
+    for a two-tap phase reads past an operand (IREE fault
+    `cuda_mma_padding_overread`); the module compiled is the same forms
+    woven, with no warning."""
+    tensors = [torch.zeros(8, 64, 15, 15), torch.zeros(8, 64, 29, 29), torch.zeros(64, 16, 3, 3)]
+    spec = functional.spec_of(*(t.half() for t in tensors), None, [2, 2], [3, 3], [3, 3], False, [0, 0], 4,
+                              [True, False, False])
+    functional.clear_cache()
+    in_place = functional.lowered(spec, target="cuda")
+    assert dispatch_regions.marked(in_place)
+    with pytest.raises(WrongCodeError, match="padded loop dims"):
+        pipeline.iree_compile(in_place, "cuda")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PlainFormsWarning)
+        assert functional.compiled_vmfb(spec, None, "cuda")
