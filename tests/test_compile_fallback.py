@@ -200,7 +200,7 @@ def test_the_plain_direct_form_widens_a_window_that_slides_along_no_dim():
 def test_a_grouped_layer_whose_phases_in_place_are_refused_compiles_woven_for_cuda():
     """3x3 s2 dilation 3 in 4 groups of 16 channels, f16 (gpu_check's
     3x3_s2_d3_g4): the plan stores its phases in place, where IREE's code
-    for a two-tap phase reads past an operand (IREE fault
+    for its phase of 2x2 taps reads past an operand (IREE fault
     `cuda_mma_padding_overread`); the module compiled is the same forms
     woven, with no warning."""
     tensors = [torch.zeros(8, 64, 15, 15), torch.zeros(8, 64, 29, 29), torch.zeros(64, 16, 3, 3)]

@@ -156,8 +156,8 @@ def _judged_for_cuda(name: str) -> list[mma_order.Misordered]:
 def test_windowless_convolutions_keep_f16_in_the_order_that_is_right(name, monkeypatch):
     # Their phases woven: stored in place (3x3_s2_d3_g4), a grouped phase of
     # one tap is a GEMM (plan rule phase_grouped_one_tap_gemm), not the
-    # convolution this checks, and IREE's code for a two-tap phase in its
-    # region reads past an operand, which `compile_fallback` meets by
+    # convolution this checks, and IREE's code for its phase of 2x2 taps in
+    # its region reads past an operand, which `compile_fallback` meets by
     # weaving the phases (test_compile_fallback).
     monkeypatch.setattr(gi, "phase_stored_in_place", lambda *args: False)
     assert _judged_for_cuda(name) == []
