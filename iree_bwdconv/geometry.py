@@ -325,6 +325,19 @@ def live_spans(live: Sequence[Sequence[Phase]], rows: Sequence[int]) -> list[tup
     return [phases_span([phases[axis] for phases in live], n) for axis, n in enumerate(rows)]
 
 
+def one_tap(phases: Sequence[Phase]) -> bool:
+    """Whether a combination of phases (one per dim) reads one tap of the
+    kernel: a 1x1 convolution over its positions."""
+    return all(ph.taps == 1 for ph in phases)
+
+
+def writes_every_position(live: Sequence[Sequence[Phase]], input_sizes: Sequence[int]) -> bool:
+    """Whether the `live` combinations of phases (one per dim) write every
+    grad_input position between them, leaving none that only zeros fill.
+    Their positions are disjoint, so counting them is enough."""
+    return sum(math.prod(ph.count for ph in phases) for phases in live) == math.prod(input_sizes)
+
+
 def reversed_first_tap(phase: Phase, kernel: int) -> int:
     """Where the phase's first read (j = 0) finds its tap in the kernel
     reversed (`k' = K-1-k`); read j finds it at `+ j*tap_step`. Reversed, the

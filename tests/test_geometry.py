@@ -331,6 +331,32 @@ def test_live_spans_hold_every_live_window() -> None:
         assert start + length == max(s + n for s, n in windows)
 
 
+def test_live_phases_write_every_position_where_their_counts_add_up() -> None:
+    """Against the positions themselves: the live combinations (2-D, one
+    phase per dim, each with taps and reading dy) write every grad_input
+    position exactly where `writes_every_position` says, and none twice."""
+    rng = random.Random(0)
+    dims = list(configs())
+    for _ in range(400):
+        pair = [rng.choice(dims) for _ in range(2)]
+        per_dim = [geometry.grad_input_phases(n, k, s, p, d) for k, s, d, p, n in pair]
+        outputs = [geometry.conv_output_size(n, k, s, p, d) for k, s, d, p, n in pair]
+        live = [phases for phases in itertools.product(*per_dim)
+                if not any(ph.is_empty or not ph.reads_dy(o) for ph, o in zip(phases, outputs))]
+        written = [tuple(ph.first_position + m * ph.stride for ph, m in zip(phases, ms))
+                   for phases in live for ms in itertools.product(*(range(ph.count) for ph in phases))]
+        assert len(written) == len(set(written))
+        sizes = [n for *_, n in pair]
+        every = set(itertools.product(*(range(n) for n in sizes)))
+        assert set(written) <= every
+        assert geometry.writes_every_position(live, sizes) == (set(written) == every)
+
+
+def test_one_tap_means_one_tap_along_every_dim() -> None:
+    per_dim = [geometry.grad_input_phases(8, 3, 2, 1, 1), geometry.grad_input_phases(8, 2, 2, 0, 1)]
+    assert [geometry.one_tap(phases) for phases in itertools.product(*per_dim)] == [False, False, True, True]
+
+
 def test_a_window_slides_along_no_dim_where_each_dim_has_one_tap_or_one_output():
     for k, s, d, p, n in configs():
         out = geometry.conv_output_size(n, k, s, p, d)

@@ -68,7 +68,7 @@ def all_tap_tables(spec: ConvBackwardSpec, weight: ir.Value, live: list[tuple[ge
     shapes = []
     for phases in live:
         taps = [ph.taps for ph in phases]
-        if spec.groups == 1 and all(n == 1 for n in taps):
+        if spec.groups == 1 and geometry.one_tap(phases):
             shapes.append([c_in, f_out])
         else:
             shapes.append(([g] if spec.groups > 1 else []) + [c_in, f_out] + taps)

@@ -31,7 +31,6 @@ that insert: `plan.grad_input.woven_axes`); on the CPU it is a named matmul betw
 
 from __future__ import annotations
 
-import math
 from typing import Optional
 
 from torch_mlir import ir
@@ -78,7 +77,7 @@ def _phase_contraction(
     c_in = spec.in_channels_per_group
     channels = [groups, c_in] if groups > 1 else [c_in]
     init = lb.zeros([lb.sizes_of(window)[0], *channels, *rows], lb.element_type(gradients.ACCUMULATOR))
-    gemm = one_tap_gemm and all(ph.taps == 1 for ph in phases)
+    gemm = one_tap_gemm and geometry.one_tap(phases)
     if table is not None:  # [c, f] for an ungrouped weight-first GEMM, else the convolution's [(g,) c, f, *j]
         if ir.RankedTensorType(table.type).rank == 2:
             return forms.weight_first_gemm(table, window, init)
@@ -243,7 +242,7 @@ def _stored_in_place(spec: ConvBackwardSpec, dy: ir.Value, weight: ir.Value, liv
     r = spec.spatial_rank
     lead = ir.RankedTensorType(dy.type).rank - r
     dtype = lb.element_type(spec.dtype)
-    written = sum(math.prod(ph.count for ph in phases) for phases in live) == math.prod(spec.input_spatial)
+    written = geometry.writes_every_position(live, spec.input_spatial)
     tables = tap_tables.all_tap_tables(spec, weight, live) if plan.grad_input.one_table else [None] * len(live)
     dx = None
     for phases, table in zip(live, tables):

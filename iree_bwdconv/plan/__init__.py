@@ -15,6 +15,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
+from iree_bwdconv import geometry
 from iree_bwdconv.kernels import catalog
 from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.spec import ConvBackwardSpec
@@ -130,7 +131,7 @@ def _grad_input(spec: ConvBackwardSpec, built: ConvBackwardSpec, options: Loweri
                   gpu_gather_weave=fields["gather_weave"],
                   phase_stored_in_place=fields["stored_in_place"],
                   phase_grouped_one_tap_gemm=fields["one_tap_gemm"] and built.groups > 1
-                  and any(all(ph.taps == 1 for ph in phases) for phases in live),
+                  and any(geometry.one_tap(phases) for phases in live),
                   phase_narrow_widened=in_f32 and gi.narrow_channels_on_gfx942(built, options, tuning))
     elif form == "kernel":
         on["kernel_padded_channels"] = catalog.padded_channels(spec.in_channels) != spec.in_channels

@@ -257,7 +257,7 @@ def phase_widened(spec: ConvBackwardSpec, phases: Phases, options: LoweringOptio
     targets: a phase of one tap, whose window slides along no dim, where
     `targets.widens_windowless` says (channels a group on which IREE 3.13's
     f16 code did not finish). The other phases keep the dtype."""
-    one_tap = all(ph.taps == 1 for ph in phases)
+    one_tap = geometry.one_tap(phases)
     channels = (spec.in_channels_per_group, spec.out_channels_per_group)
     return one_tap and spec.groups > 1 and targets.widens_windowless(options.target, spec.dtype, channels, tuning)
 
