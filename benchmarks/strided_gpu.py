@@ -4,9 +4,9 @@ grad_output) against upstream, torch eager and, for 1x1 kernels, IREE's
 own matmul of the same GEMM; grad_input only, every strided shape of
 issues 3 and 5 (STRIDED) or more strided layers (RULE_SHAPES).
 
-    ./dev python -m benchmarks.strided_gpu prepare .bench-strided [rule|line|taps|weave|in-place|one-tap|wide|tables|all-gradients|barriers|f32|f32-1x1|f32-s1|f16-s1|grouped]   # here
+    ./dev python -m benchmarks.strided_gpu prepare .bench-strided [rule|line|taps|weave|in-place|grouped-in-place|one-tap|wide|tables|all-gradients|barriers|f32|f32-1x1|f32-s1|f16-s1|grouped]   # here
     python3 benchmarks/run_on_gpu.py .bench-strided results.json                # there
-    ./dev python -m benchmarks.strided_gpu report results.json [rule|line|taps|weave|in-place|one-tap|wide|tables|all-gradients|barriers|f32|f32-1x1|f32-s1|f16-s1|grouped]      # here
+    ./dev python -m benchmarks.strided_gpu report results.json [rule|line|taps|weave|in-place|grouped-in-place|one-tap|wide|tables|all-gradients|barriers|f32|f32-1x1|f32-s1|f16-s1|grouped]      # here
 
 `taps` times per-phase with its taps gathered as built and the same
 gathers behind IREE's optimization barrier (`barriers.behind_barriers`,
@@ -18,7 +18,8 @@ IREE's own matmul).
 `in-place` times per-phase with its phases stored into grad_input by
 dispatches of their own and woven by a gather, beside the rule's pick and
 upstream (`IN_PLACE_SHAPES`); `grouped-in-place` the same on grouped layers
-of 16+ channels a group (`GROUPED_IN_PLACE_SHAPES`). `weave` times per-phase and col2im with the phases woven as built and the
+of 16+ channels a group (`GROUPED_IN_PLACE_SHAPES`).
+`weave` times per-phase and col2im with the phases woven as built and the
 other way (`GradInputPlan.gather_weave`: a stack and a gather, or the grid weave that
 reads every phase for each element; `modules.weave`), on every ungrouped strided layer
 with a kernel larger than 1x1, and the sub-pixel and direct forms of the
