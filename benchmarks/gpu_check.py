@@ -3,7 +3,10 @@ of layers for CUDA, each in the form the lowering picks or a forced one
 (and a few forward convolutions, which IREE lowers from torch-mlir's named
 op), for `check_on_gpu.py` to run on the H100 against torch's float64
 results (and, optionally, under compute-sanitizer's memcheck). CI has no
-GPU, so this is how the GPU's code is checked.
+GPU, so this is how the GPU's code is checked. A case whose code
+`pipeline` refuses as wrong is checked as given (whether the refusal
+was needed) and once more as users get it, through `compile_fallback`
+("CASE_as_users_get").
 
     ./dev python -m benchmarks.gpu_check prepare .bench-check [PART ...]   # here (cases named with a PART)
     python3 benchmarks/check_on_gpu.py .bench-check [memcheck]     # there
@@ -14,12 +17,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import NamedTuple, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 import torch
 
 from iree_bwdconv import functional, geometry, lowering
 from iree_bwdconv import options as lowering_options
+from iree_bwdconv.compiler import compile_fallback
+from iree_bwdconv.errors import PipelineError
+from iree_bwdconv.options import LoweringOptions
 
 from . import modules
 
@@ -278,33 +284,61 @@ class _TransposedForward(_Forward):
         return transposed(x, w, None, case.stride, case.padding, case.output_padding, case.groups, case.dilation)
 
 
-def _mlir(case: Case) -> str:
+def case_options(case: Case) -> LoweringOptions:
+    """The case's CUDA options: the environment's, with its forced form
+    (upstream cases, "-", are not lowered by us)."""
+    with modules.forced_form("auto" if case.kind == "upstream" else case.form):
+        return lowering_options.from_environment("cuda")
+
+
+def _mlir(case: Case, options: Optional[LoweringOptions] = None) -> str:
+    options = options or case_options(case)
     dtype = _DTYPES[case.dtype]
     tensors = {name: torch.zeros(size, dtype=dtype) for name, size in shapes(case).items()}
     if case.kind in ("forward", "transposed-forward"):
         module = (_Forward if case.kind == "forward" else _TransposedForward)(case)
-        return lowering.lower(module, tensors["x"], tensors["w"], target=lowering_options.from_environment("cuda"))
+        return lowering.lower(module, tensors["x"], tensors["w"], target=options)
     spec = functional.spec_of(tensors["dy"], tensors["x"], tensors["w"], *arguments(case),
                               dynamic_batch=case.dynamic_batch)
     if case.kind == "upstream":
         return str(lowering.import_module(functional.ConvolutionBackward(spec, None), *tensors.values()))
-    with modules.forced_form(case.form):
-        return functional.lowered(spec, target="cuda")
+    return functional.lowered(spec, target=options)
+
+
+def _described(case: Case, **fields) -> dict:
+    return dict(case._asdict(), shapes=shapes(case), arguments=arguments(case),
+                known_wrong=KNOWN_WRONG.get(case.name), **fields)
+
+
+def _as_users_get(folder: Path, case: Case, options: LoweringOptions) -> list[dict]:
+    """The refused case compiled as the API compiles it for users (its
+    phases woven, or its plain forms), as a case of its own; none where
+    that fails to compile too (said)."""
+    name = f"{case.name}_as_users_get"
+    try:
+        vmfb = compile_fallback.compile_lowering(lambda forms: _mlir(case, forms), options)
+    except PipelineError as error:
+        print(name, "does not compile:", error.diagnostics.strip().splitlines()[0][:200], flush=True)
+        return []
+    (folder / f"{name}.vmfb").write_bytes(vmfb)
+    print(name, flush=True)
+    return [_described(case, wrong_code=None) | {"name": name}]
 
 
 def prepare(folder: Path, only: Sequence[str] = ()) -> None:
     """Every case, or those whose name holds one of `only`."""
     folder.mkdir(parents=True, exist_ok=True)
     cases = [case for case in CASES if not only or any(part in case.name for part in only)]
-    refused = {}
+    described = []
     for case in cases:
         flags = ("--iree-input-type=torch",) if case.kind == "upstream" else ()
-        vmfb, wrong = modules.compiled(_mlir(case), "cuda", flags)  # known-wrong code is checked as given
+        options = case_options(case)
+        vmfb, wrong = modules.compiled(_mlir(case, options), "cuda", flags)  # known-wrong code is checked as given
         (folder / f"{case.name}.vmfb").write_bytes(vmfb)
-        refused[case.name] = wrong
         print(case.name, f"refused as wrong code: {wrong}" if wrong else "", flush=True)
-    described = [dict(case._asdict(), shapes=shapes(case), arguments=arguments(case),
-                      known_wrong=KNOWN_WRONG.get(case.name), wrong_code=refused[case.name]) for case in cases]
+        described.append(_described(case, wrong_code=wrong))
+        if wrong and case.kind != "upstream":
+            described += _as_users_get(folder, case, options)
     (folder / "cases.json").write_text(json.dumps(described, indent=1))
 
 

@@ -45,3 +45,21 @@ def test_gpu_check_lowers_its_dynamic_batch_cases_with_a_dynamic_batch():
     text = gpu_check._mlir(case)
     assert "tensor<?x128x14x14xf16>" in text and "tensor<?x64x28x28xf16>" in text
     assert "hal.dispatch.extern" not in text  # the kernel is for static shapes
+
+
+def test_a_refused_case_is_checked_as_given_and_as_users_get_it(monkeypatch, tmp_path):
+    """Code that `pipeline` refuses as wrong is checked as it is (was the
+    refusal needed?) and as `compile_fallback` gives it to users."""
+    refused = {"3x3_s2_g4_c128_f16", "upstream_1x1_s2_f16"}
+    monkeypatch.setattr(gpu_check, "_mlir", lambda case, options=None: case.name)
+    monkeypatch.setattr(gpu_check.modules, "compiled",
+                        lambda text, target, flags: (b"given", "overread" if text in refused else None))
+    monkeypatch.setattr(gpu_check.compile_fallback, "compile_lowering", lambda lower, options: lower(options).encode())
+    gpu_check.prepare(tmp_path, ["3x3_s2_g4_c128_f16", "upstream_1x1_s2_f16", "1x1_s2_odd_f16"])
+    described = {case["name"]: case for case in gpu_check.json.loads((tmp_path / "cases.json").read_text())}
+    assert set(described) == {"3x3_s2_g4_c128_f16", "3x3_s2_g4_c128_f16_as_users_get", "upstream_1x1_s2_f16",
+                              "1x1_s2_odd_f16"}
+    assert described["3x3_s2_g4_c128_f16"]["wrong_code"] == "overread"
+    assert described["3x3_s2_g4_c128_f16_as_users_get"]["wrong_code"] is None
+    assert (tmp_path / "3x3_s2_g4_c128_f16_as_users_get.vmfb").read_bytes() == b"3x3_s2_g4_c128_f16"
+    assert described["3x3_s2_g4_c128_f16_as_users_get"]["shapes"] == described["3x3_s2_g4_c128_f16"]["shapes"]
