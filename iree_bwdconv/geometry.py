@@ -13,6 +13,7 @@ and a transposed convolution is its adjoint with respect to x.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
@@ -329,6 +330,20 @@ def one_tap(phases: Sequence[Phase]) -> bool:
     """Whether a combination of phases (one per dim) reads one tap of the
     kernel: a 1x1 convolution over its positions."""
     return all(ph.taps == 1 for ph in phases)
+
+
+def one_tap_inside(phase: Phase, output_size: int) -> Phase:
+    """A phase of one tap cut to the positions whose tap reads inside dy
+    (of length `output_size`): the others read only padding and are zero.
+    Count 0 where none does; a phase of more taps as it is."""
+    if phase.taps != 1:
+        return phase
+    first = max(0, -phase.dy_start)
+    last = min(phase.count, output_size - phase.dy_start)
+    if last <= first:
+        return dataclasses.replace(phase, count=0)
+    return dataclasses.replace(phase, first_q=phase.first_q + first, count=last - first,
+                               dy_start=phase.dy_start + first)
 
 
 def writes_every_position(live: Sequence[Sequence[Phase]], input_sizes: Sequence[int]) -> bool:

@@ -159,6 +159,28 @@ def test_phases_compute_grad_input_exactly(k, s, d, p, n):
 
 
 @pytest.mark.parametrize("k, s, d, p, n", list(configs()))
+def test_a_one_tap_phase_cut_to_its_reads_inside_dy_leaves_only_zeros_out(k, s, d, p, n):
+    """`one_tap_inside`: the cut phase's positions get what the whole
+    phase gives them, reading dy inside alone; the positions cut away get
+    zero from the whole phase. A phase of more taps is left as it is."""
+    rng = random.Random(hash((s, k, d, p, n, "inside")))
+    o_size = geometry.conv_output_size(n, k, s, p, d)
+    dy, w = ints(rng, o_size), [rng.randint(1, 9) for _ in range(k)]
+    read = lambda o: dy[o] if 0 <= o < o_size else 0  # noqa: E731
+    for ph in geometry.grad_input_phases(n, k, s, p, d):
+        cut = geometry.one_tap_inside(ph, o_size)
+        if ph.taps != 1:
+            assert cut == ph
+            continue
+        whole = {ph.first_position + m * s: read(ph.dy_start + m) * w[ph.first_tap] for m in range(ph.count)}
+        kept = {cut.first_position + m * s: dy[cut.dy_start + m] * w[cut.first_tap] for m in range(cut.count)}
+        assert all(0 <= cut.dy_start + m < o_size for m in range(cut.count))
+        assert set(kept) <= set(whole) and all(kept[i] == whole[i] for i in kept)
+        assert all(whole[i] == 0 for i in set(whole) - set(kept))
+        assert cut.count == sum(0 <= ph.dy_start + m < o_size for m in range(ph.count))
+
+
+@pytest.mark.parametrize("k, s, d, p, n", list(configs()))
 def test_phases_over_the_whole_grid_compute_grad_input_exactly(k, s, d, p, n):
     """Each non-empty phase computed for every position-grid row from its
     position window, interleaved as grid[q*s + rho] and cut to its first n,

@@ -270,13 +270,31 @@ CUDA_GROUPED_PHASE_STORE = Fault(
     rule="phase_grouped_one_tap_gemm",
 )
 
+CUDA_PADDED_GEMM_STORE = Fault(
+    name="cuda_padded_gemm_store",
+    targets=("cuda",),
+    dtypes=("f16", "bf16"),
+    seen_in=("3.13.0",),
+    symptom=(
+        "IREE's CUDA code for an f16/bf16 GEMM with the weight first (a stride phase of one tap along every dim) "
+        "whose window of dy is padded past dy's end, its result stored with the stride into grad_input in the "
+        "same dispatch (a dispatch region of ours), stores wrong values in the rows read from the padding, "
+        "which must be zero: on an H200 59% of the largest value off on 3x1 s2 n8 c64 28x28, 153% on the "
+        "reproducer (n1, 16 channels, dy 3x4); every other row right. The same phase cut to the rows that read "
+        "dy, and the phases woven, were right. Nothing in IREE's configured dispatches marks it: only a GPU "
+        "shows it (benchmarks/gpu_check.py)."
+    ),
+    workaround="a one-tap phase stored in place is cut to the rows whose tap reads inside dy, and grad_input's "
+               "zeros hold the rest (patterns/convolution_backward_phases.py, `_one_tap_gemms_inside`)",
+)
+
 FAULTS: dict[str, Fault] = {fault.name: fault for fault in (MULTI_USE_FUSION_PARTIAL_WRITE, UNIT_WINDOW_FOLD,
                                                             CPU_BATCHLESS_CONV_STORE, CPU_PAD_FUSED_GROUPED_CONV,
                                                             CPU_BF16_RESOURCE_CONSTANT,
                                                             GFX942_PHASE_SHARED_MEMORY, GFX942_F16_DYNAMIC_BATCH_SUM,
                                                             CUDA_MMA_PADDING_OVERREAD, CUDA_STRIDED_INSERT_MMA_FUSION,
                                                             CUDA_GATHER_DIVISION_UMUL_LOHI, CUDA_MMA_LOOP_ORDER,
-                                                            CUDA_GROUPED_PHASE_STORE)}
+                                                            CUDA_GROUPED_PHASE_STORE, CUDA_PADDED_GEMM_STORE)}
 
 
 def seen_on(fault: Fault, target: str) -> bool:

@@ -242,6 +242,9 @@ def _stored_in_place(spec: ConvBackwardSpec, dy: ir.Value, weight: ir.Value, liv
     r = spec.spatial_rank
     lead = ir.RankedTensorType(dy.type).rank - r
     dtype = lb.element_type(spec.dtype)
+    live = _one_tap_gemms_inside(spec, live, plan)
+    if not live:
+        return gradients.zeros_like_input(spec, dy)
     written = geometry.writes_every_position(live, spec.input_spatial)
     tables = tap_tables.all_tap_tables(spec, weight, live) if plan.grad_input.one_table else [None] * len(live)
     dx = None
@@ -253,9 +256,30 @@ def _stored_in_place(spec: ConvBackwardSpec, dy: ir.Value, weight: ir.Value, liv
         if dx is None:
             dx = (lb.empty if written else lb.zeros)(lb.sizes_of(part)[:lead] + list(spec.input_spatial), dtype)
         offsets = [ph.first_position for ph in phases]
-        dx = lb.insert_strided(lb.convert(part, dtype), dx, [0] * lead + offsets, [1] * lead + list(spec.stride))
+        strides = [1 if q == 1 else s for s, q in zip(spec.stride, counts)]  # as for a lone phase
+        dx = lb.insert_strided(lb.convert(part, dtype), dx, [0] * lead + offsets, [1] * lead + strides)
         dx.owner.attributes[dispatch_regions.MARK] = ir.UnitAttr.get()
     return lb.collapse_dims(dx, 1) if spec.groups > 1 else dx
+
+
+def _one_tap_gemms_inside(spec: ConvBackwardSpec, live: list[tuple[geometry.Phase, ...]],
+                          plan: Plan) -> list[tuple[geometry.Phase, ...]]:
+    """`live` with each phase that is a weight-first GEMM cut to the rows
+    whose one tap reads inside dy (`geometry.one_tap_inside`), and left out
+    where none does: the rows cut away read only padding, and grad_input's
+    zeros hold them. IREE 3.13's CUDA code for such a GEMM in its region
+    stored wrong values in the rows of its window's padding (IREE fault
+    `cuda_padded_gemm_store`)."""
+    if not plan.grad_input.one_tap_gemm:
+        return live
+    cut = []
+    for phases in live:
+        if geometry.one_tap(phases):
+            phases = tuple(geometry.one_tap_inside(ph, n) for ph, n in zip(phases, spec.output_spatial))
+            if any(ph.count == 0 for ph in phases):
+                continue
+        cut.append(phases)
+    return cut
 
 
 def grad_input_col2im(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value, *, plan: Plan) -> ir.Value:
