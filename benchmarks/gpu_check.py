@@ -169,6 +169,9 @@ _LAYERS = (
     _layer("1x3_s1", 8, 64, 64, 28, (1, 3), 1, 0, 1, "auto"),
     _layer("1x3_s1_g4", 8, 64, 64, 28, (1, 3), 1, 0, 4, "auto"),
     _layer("3x1_s2", 8, 64, 64, 28, (3, 1), 2, 0, 1, "auto"),
+    # no padding (Inception's 3x3 s2): the one-tap phase's last row reads past dy (IREE fault cuda_padded_gemm_store)
+    _layer("3x3_s2_p0_c64", 8, 64, 64, 28, 3, 2, 0, 1, "auto"),
+    _layer("3x3_s2_p0_g4_c128", 8, 128, 128, 28, 3, 2, 0, 4, "auto"),
     _layer("3x3_s3_c64_per_phase", 8, 64, 64, 31, 3, 3, 1, 1, "per-phase"),  # nine 1-tap phases, odd size
     _layer("2x2_s2_c96", 8, 96, 192, 28, 2, 2, 0, 1, "auto"),
     _layer("5x5_s2_c64", 8, 64, 64, 28, 5, 2, 2, 1, "auto"),  # per-phase by the rule
@@ -205,7 +208,7 @@ _LAYERS = (
     _layer("upstream_3x3_s2_c64", 8, 64, 64, 25, 3, 2, 1, 1, "-", kind="upstream"),
 )
 # bf16, in the forms the rule picks.
-_BF16 = ("tforward_k4_s2_p1", "tforward_k4_s2_p1_g4", "2x2_s2_g2_c32", "3x3_s2_g4_c128", "3x3_s2_g2_odd", "tforward_k3_s2_p1_op1", "3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1", "1x1_s2_odd", "1x1_s2_h1", "1x1_s2_g4", "3x3_s2_c3", "3x3_s2_g32", "3x3_s1_c64", "forward_1x1_s1",
+_BF16 = ("tforward_k4_s2_p1", "3x1_s2", "3x3_s2_p0_c64", "3x3_s2_p0_g4_c128", "tforward_k4_s2_p1_g4", "2x2_s2_g2_c32", "3x3_s2_g4_c128", "3x3_s2_g2_odd", "tforward_k3_s2_p1_op1", "3x3_s2_c64", "3x3_s3_c64_per_phase", "5x5_s2_c64", "1x1_s2", "1x1_s1", "1x1_s2_odd", "1x1_s2_h1", "1x1_s2_g4", "3x3_s2_c3", "3x3_s2_g32", "3x3_s1_c64", "forward_1x1_s1",
          "3x3_s2_g32_per_phase", "3x3_s2_g4_odd_per_phase", "5x5_s2_g8_per_phase", "dw3x3_s2_per_phase",
          "3x3_s1_g4", "3x3_s1_g32_c128", "3x3_s2_d2_g4", "3x3_s2_d3_g4", "3x3_s2_d2_g32",
          "k3_s2_1d", "k5_s2_g4_1d", "k1_s2_l128_1d", "k3_s2_d2_1d", "k3_s2_d2_g4_1d", "3x3x3_s2", "3x3x3_s1_g4",
