@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from iree_bwdconv import functional, geometry
-from iree_bwdconv.compiler import pipeline
 from iree_bwdconv import options as lowering_options
 from iree_bwdconv.errors import InvalidArgumentError, PipelineError
 
@@ -127,18 +126,20 @@ def case(layer: dict) -> dict:
 
 
 def _compile(folder: Path, described: dict, plain: bool) -> Optional[str]:
-    """Compiles a case into folder (in the plain forms if `plain`); None if
-    the lowering refuses it or IREE fails on it (either is printed), else
-    its name."""
+    """Compiles a case into folder as the API compiles it for users, its
+    second tries included (`functional.compiled_vmfb`; in the plain forms if
+    `plain`); None if the lowering refuses it or IREE fails on it (either is
+    printed), else its name."""
     try:
         spec = spec_of(described["layer"], described["layer"]["mask"])
     except InvalidArgumentError as err:
         print(described["name"], "refused:", err, flush=True)
         return None
     options = lowering_options.from_environment("cuda")
-    mlir = functional.lowered(spec, (described["shapes"]["dy"][1],), target=options.in_plain_forms() if plain else options)
     try:
-        (folder / f"{described['name']}.vmfb").write_bytes(pipeline.iree_compile(mlir, "cuda"))
+        vmfb = functional.compiled_vmfb(spec, (described["shapes"]["dy"][1],),
+                                        options.in_plain_forms() if plain else options)
+        (folder / f"{described['name']}.vmfb").write_bytes(vmfb)
     except PipelineError as err:
         print(described["name"], "FAILED to compile:", str(err).splitlines()[0], flush=True)
         return None
