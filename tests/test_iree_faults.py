@@ -117,6 +117,22 @@ def _misordered_configured(fault: Fault, target: str, workarounds: bool) -> bool
         return bool(mma_order.misordered_in(configured))
 
 
+def _our_regions(target: str, dy: list[int], x: list[int], w: list[int], groups: int) -> list[str]:
+    """The bodies of our dispatch regions in the f16 grad_input of a stride-2
+    convolution without padding, as the plan lowers it for `target`."""
+    from iree_bwdconv import functional
+
+    tensors = (torch.zeros(size, dtype=torch.float16) for size in (dy, x, w))
+    spec = functional.spec_of(*tensors, None, [2, 2], [0, 0], [1, 1], False, [0, 0], groups, [True, False, False])
+    regions = functional.lowered(spec, target=target).split("flow.dispatch.region")[1:]
+    return [region[:region.index("flow.return")] for region in regions]
+
+
+def _reductions(body: str) -> list[int]:
+    """How many reduction loops each linalg op of `body` has."""
+    return [len(re.findall(r'"reduction"', kinds)) for kinds in re.findall(r"iterator_types = \[([^\]]*)\]", body)]
+
+
 def _grouped_phase_stored_in_one_dispatch(fault: Fault, target: str, workarounds: bool) -> bool:
     """The reproducer's grouped one-tap phases, convolutions, each one
     dispatch that stores its result with the stride (the form whose numbers
@@ -124,16 +140,9 @@ def _grouped_phase_stored_in_one_dispatch(fault: Fault, target: str, workarounds
     whether the plan still builds a region of ours around a contraction
     over taps (a convolution, not a GEMM) for the reproducer's layer."""
     if workarounds:
-        from iree_bwdconv import functional
-
-        dy, x, w = torch.zeros(2, 32, 4, 4), torch.zeros(2, 32, 8, 8), torch.zeros(32, 16, 2, 2)
-        spec = functional.spec_of(*(t.half() for t in (dy, x, w)), None, [2, 2], [0, 0], [1, 1], False, [0, 0], 2,
-                                  [True, False, False])
-        regions = functional.lowered(spec, target=target).split("flow.dispatch.region")[1:]
-        assert regions, "the layer's phases are no longer stored in place: this check no longer looks at them"
-        bodies = [region[:region.index("flow.return")] for region in regions]
-        return any(len(re.findall(r'"reduction"', types)) > 1
-                   for body in bodies for types in re.findall(r"iterator_types = \[([^\]]*)\]", body))
+        bodies = _our_regions(target, [2, 32, 4, 4], [2, 32, 8, 8], [32, 16, 2, 2], groups=2)
+        assert bodies, "the layer's phases are no longer stored in place: this check no longer looks at them"
+        return any(n > 1 for body in bodies for n in _reductions(body))
     flow = pipeline.iree_compile_to(fault.reproducer(), target, "flow", as_given=True)
     stores = re.findall(r"dispatch.tensor.store .*strides = \[1, 1, 1, 2, 2\]", flow)
     return len(stores) == 4 and flow.count("flow.executable.export") == 5  # the tap table's gather and 4 phases
@@ -145,16 +154,9 @@ def _padded_gemm_stored_in_one_dispatch(fault: Fault, target: str, workarounds: 
     wrong; this machine cannot run it); with the workaround, whether our
     regions for the layer it was met on still pad a GEMM's window."""
     if workarounds:
-        from iree_bwdconv import functional
-
-        dy, x, w = torch.zeros(2, 64, 13, 14), torch.zeros(2, 64, 28, 28), torch.zeros(64, 64, 3, 1)
-        spec = functional.spec_of(*(t.half() for t in (dy, x, w)), None, [2, 2], [0, 0], [1, 1], False, [0, 0], 1,
-                                  [True, False, False])
-        regions = functional.lowered(spec, target=target).split("flow.dispatch.region")[1:]
-        assert len(regions) == 2, "the layer's phases are no longer stored in place: this check no longer looks at them"
-        bodies = [region[:region.index("flow.return")] for region in regions]
-        gemms = [body for body in bodies if any(len(re.findall(r'"reduction"', types)) == 1
-                                                for types in re.findall(r"iterator_types = \[([^\]]*)\]", body))]
+        bodies = _our_regions(target, [2, 64, 13, 14], [2, 64, 28, 28], [64, 64, 3, 1], groups=1)
+        assert len(bodies) == 2, "the layer's phases are no longer stored in place: this check no longer looks at them"
+        gemms = [body for body in bodies if 1 in _reductions(body)]
         assert gemms, "the layer's one-tap phase is no longer a GEMM: this check no longer looks at it"
         return any("tensor.pad" in body for body in gemms)
     flow = pipeline.iree_compile_to(fault.reproducer(), target, "flow", as_given=True)

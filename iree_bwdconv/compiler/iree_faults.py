@@ -285,7 +285,7 @@ CUDA_PADDED_GEMM_STORE = Fault(
         "shows it (benchmarks/gpu_check.py)."
     ),
     workaround="a one-tap phase stored in place is cut to the rows whose tap reads inside dy, and grad_input's "
-               "zeros hold the rest (patterns/convolution_backward_phases.py, `_one_tap_gemms_inside`)",
+               "zeros hold the rest (patterns/convolution_backward_phases.py, `_one_tap_phases_inside`)",
 )
 
 FAULTS: dict[str, Fault] = {fault.name: fault for fault in (MULTI_USE_FUSION_PARTIAL_WRITE, UNIT_WINDOW_FOLD,

@@ -200,9 +200,7 @@ def grad_input_phases(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.
             part = _phase_contraction(spec, window, w, phases, counts, one_tap_gemm=choice.one_tap_gemm)
         dx = lb.zeros(lb.sizes_of(part)[:lead] + list(spec.input_spatial), dtype)
         offsets = [ph.first_position for ph in phases]
-        # A dim of one row takes no step: IREE's CUDA code also failed on a
-        # strided insert of one row fused into the f16 GEMM (1-D, size 5, stride 3 or 4).
-        strides = [1 if q == 1 else s for s, q in zip(spec.stride, counts)]
+        strides = _insert_strides(spec, counts)
         axes = list(choice.woven_axes)
         if axes:
             rooms = [i - o for i, o in zip(spec.input_spatial, offsets)]
@@ -242,7 +240,7 @@ def _stored_in_place(spec: ConvBackwardSpec, dy: ir.Value, weight: ir.Value, liv
     r = spec.spatial_rank
     lead = ir.RankedTensorType(dy.type).rank - r
     dtype = lb.element_type(spec.dtype)
-    live = _one_tap_gemms_inside(spec, live, plan)
+    live = _one_tap_phases_inside(spec, live)
     if not live:
         return gradients.zeros_like_input(spec, dy)
     written = geometry.writes_every_position(live, spec.input_spatial)
@@ -256,22 +254,20 @@ def _stored_in_place(spec: ConvBackwardSpec, dy: ir.Value, weight: ir.Value, liv
         if dx is None:
             dx = (lb.empty if written else lb.zeros)(lb.sizes_of(part)[:lead] + list(spec.input_spatial), dtype)
         offsets = [ph.first_position for ph in phases]
-        strides = [1 if q == 1 else s for s, q in zip(spec.stride, counts)]  # as for a lone phase
+        strides = _insert_strides(spec, counts)
         dx = lb.insert_strided(lb.convert(part, dtype), dx, [0] * lead + offsets, [1] * lead + strides)
         dx.owner.attributes[dispatch_regions.MARK] = ir.UnitAttr.get()
     return lb.collapse_dims(dx, 1) if spec.groups > 1 else dx
 
 
-def _one_tap_gemms_inside(spec: ConvBackwardSpec, live: list[tuple[geometry.Phase, ...]],
-                          plan: Plan) -> list[tuple[geometry.Phase, ...]]:
-    """`live` with each phase that is a weight-first GEMM cut to the rows
-    whose one tap reads inside dy (`geometry.one_tap_inside`), and left out
-    where none does: the rows cut away read only padding, and grad_input's
-    zeros hold them. IREE 3.13's CUDA code for such a GEMM in its region
-    stored wrong values in the rows of its window's padding (IREE fault
-    `cuda_padded_gemm_store`)."""
-    if not plan.grad_input.one_tap_gemm:
-        return live
+def _one_tap_phases_inside(spec: ConvBackwardSpec,
+                           live: list[tuple[geometry.Phase, ...]]) -> list[tuple[geometry.Phase, ...]]:
+    """`live` with each phase of one tap (a weight-first GEMM on GPUs) cut
+    to the rows whose tap reads inside dy (`geometry.one_tap_inside`), and
+    left out where none does: the rows cut away read only padding, and
+    grad_input's zeros hold them. IREE 3.13's CUDA code for such a GEMM in
+    its region stored wrong values in the rows of its window's padding
+    (IREE fault `cuda_padded_gemm_store`)."""
     cut = []
     for phases in live:
         if geometry.one_tap(phases):
@@ -280,6 +276,13 @@ def _one_tap_gemms_inside(spec: ConvBackwardSpec, live: list[tuple[geometry.Phas
                 continue
         cut.append(phases)
     return cut
+
+
+def _insert_strides(spec: ConvBackwardSpec, counts: list[int]) -> list[int]:
+    """The strides of a phase's insert into grad_input: a dim of one row
+    takes no step (IREE's CUDA code failed on a strided insert of one row
+    fused into the f16 GEMM: 1-D, size 5, stride 3 or 4)."""
+    return [1 if q == 1 else s for s, q in zip(spec.stride, counts)]
 
 
 def grad_input_col2im(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value, *, plan: Plan) -> ir.Value:
