@@ -40,15 +40,26 @@ def test_clamp_bounds_are_read_per_kernel():
 
 
 def test_widened_contraction_reads_f32_operands_and_computes_the_same_on_the_cpu():
-    widened = mma_padding.widened(REPRODUCER, found_as_given(REPRODUCER))
+    found = found_as_given(REPRODUCER)
+    widened, every = mma_padding.widened(REPRODUCER, found), mma_padding.widened(REPRODUCER, found, every=True)
     assert "arith.truncf" not in widened and "tensor<12x24xf32>" in widened
+    assert "tensor<12x24xf32>" in every and "tensor<2x24x4x4xf32>" in every
     generator = torch.Generator().manual_seed(0)
     weight = torch.randn(12, 24, generator=generator).half()
     grad_output = torch.randn(2, 24, 4, 4, generator=generator).half()
     expected = torch.einsum("cf,nfhw->nchw", weight.double(), grad_output.double())
-    for text in (REPRODUCER, widened):
+    for text in (REPRODUCER, widened, every):
         (got,) = runtime.run(pipeline.iree_compile(text, "cpu"), [weight, grad_output], "cpu")
         assert (got.double() - expected).abs().max().item() < 1e-5 * expected.abs().max().item()
+
+
+def test_one_f32_operand_keeps_cuda_from_the_mma_code_that_reads_past_the_end():
+    """Widened by its smaller operand alone (the weight), the contraction
+    reads grad_output as f16 in its own body, with no f32 copy of it; no
+    MMA intrinsic takes f16 with f32, so IREE pads nothing."""
+    widened = mma_padding.widened(REPRODUCER, found_as_given(REPRODUCER))
+    assert "tensor<12x24xf32>" in widened and "tensor<2x24x4x4xf32>" not in widened
+    assert found_as_given(widened) == []
 
 
 def test_a_module_with_nothing_found_or_nothing_to_widen_is_left_as_it_is():
@@ -73,7 +84,7 @@ def test_an_overreading_named_matmul_is_widened_too():
 }"""
     found = found_as_given(named)
     assert found, "the named matmul no longer reads past an operand: pick another shape"
-    assert "tensor<48x484xf32>" in mma_padding.widened(named, found)
+    assert "tensor<484x40xf32>" in mma_padding.widened(named, found)
     assert pipeline.judged_compile(named, "cuda")[1] == []
 
 

@@ -95,7 +95,8 @@ def test_left_for_the_widening_where_iree_reshaped_the_loops():
     op has its extents, so it is widened, as before."""
     found = found_as_given(REPRODUCER)
     assert whole_tiles.padded(REPRODUCER, found) == (REPRODUCER, found)
-    assert list(whole_tiles.rewrites(REPRODUCER, found)) == [mma_padding.widened(REPRODUCER, found)]
+    assert list(whole_tiles.rewrites(REPRODUCER, found)) == [mma_padding.widened(REPRODUCER, found),
+                                                          mma_padding.widened(REPRODUCER, found, every=True)]
 
 
 def test_a_contraction_of_the_same_counts_is_left_as_it_is():
@@ -124,12 +125,12 @@ def test_a_named_contraction_in_a_util_func_takes_whole_tiles():
     tiled, left = whole_tiles.padded(text, [_overread((50, 24, 64), (16, 16, 16), (0,))])
     assert left == [] and "tensor<64x24xf32>" in tiled
     rows = mma_padding.Overread("main_dispatch_0", (50, 24, 64), (16, 16, 16), (0,), reduction=64)
-    assert "tensor<50x64xf32>" in mma_padding.widened(text, [rows])
+    assert "tensor<64x24xf32>" in mma_padding.widened(text, [rows])
 
 
 def test_where_the_tiled_module_is_still_marked_every_contraction_is_widened(monkeypatch):
     """IREE may pad a module anew after whole tiles: the next candidate,
-    everything widened, is made then and compiled."""
+    everything widened (by one operand: the smaller), is made then and compiled."""
     text = _matmul(48, 40, 484)
     zero = "%zero = arith.constant 0.0 : f32"
     still_marked = text.replace(zero, f"{zero}\n  %unused = arith.constant 1.0 : f32")
@@ -137,5 +138,6 @@ def test_where_the_tiled_module_is_still_marked_every_contraction_is_widened(mon
     found = found_as_given(text)
     candidates = whole_tiles.rewrites(text, found)
     assert next(candidates) == still_marked
-    assert "tensor<48x484xf32>" in next(candidates)
+    widened = next(candidates)
+    assert "tensor<484x40xf32>" in widened and "tensor<48x484xf32>" not in widened
     assert pipeline.judged_compile(text, "cuda")[1] == []

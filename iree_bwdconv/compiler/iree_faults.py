@@ -191,7 +191,8 @@ CUDA_MMA_PADDING_OVERREAD = Fault(
     ),
     workaround="the contractions `mma_padding` finds in IREE's configured dispatches are given whole tiles "
                "(`whole_tiles`: their padded dims' operands copied into zeros, the result cut back) or, where "
-               "they cannot be, widened to f32, and the module compiled again; a module left with one is "
+               "they cannot be, widened (one operand read as f32, no MMA intrinsic taking f16 with f32), and the "
+               "module compiled again; a module left with one is "
                "refused. Plan rules keep the forms that "
                "meet it most away from it up front, in f32 or laid out to whole tiles: windowless_widened "
                "(and phase_widened), grouped_weight_widened, transposed_one_tap_gemm (64+ channels a group), "

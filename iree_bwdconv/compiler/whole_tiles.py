@@ -193,12 +193,16 @@ def rewrites(text: str, found: Sequence[Overread]) -> Iterator[str]:
     """The modules that avoid `found`, to compile in turn until one passes:
     whole tiles where a contraction can take them (the rest widened), then
     every one widened, as before whole tiles (where IREE pads the padded
-    module anew). Each is made only when asked for, and none that is
-    `text` or the one before it."""
-    tiled, left = padded(text, found)
-    first = mma_padding.widened(tiled, left)
-    if first != text:
-        yield first
-    widened = mma_padding.widened(text, found)
-    if widened not in (text, first):
-        yield widened
+    module anew); each widening first with one operand read as f32, then
+    with every operand (`mma_padding.widened`), where IREE's code for the
+    first failed. Each is made only when asked for, and none that is
+    `text` or one made before."""
+    tiled: Optional[tuple[str, list[Overread]]] = None
+    made = [text]
+    for whole, every in ((True, False), (False, False), (True, True), (False, True)):
+        if whole and tiled is None:
+            tiled = padded(text, found)
+        module = mma_padding.widened(*(tiled if whole else (text, found)), every=every)
+        if module not in made:
+            made.append(module)
+            yield module
