@@ -14,8 +14,9 @@ the plain forms fail too, the first failure is raised: it is the one a
 fix of the rules starts from. Before the plain forms, a module whose
 stride phases sit in dispatch regions of ours is lowered once more with
 them woven (`LoweringOptions.phases_in_place`): IREE's CUDA code for some
-phases in their regions (8 or 16 channels a group) reads past an operand
-even after `whole_tiles` and widening, where the woven phases compile
+phases in their regions (8 or 16 channels a group) reads past an operand,
+and the overread workaround (`whole_tiles`, widening) does not rewrite
+contractions inside regions of ours, where the woven phases compile
 clean. That try is the plan's own forms and warns of nothing.
 """
 
@@ -44,7 +45,7 @@ def compile_lowering(lower: Callable[[LoweringOptions], str], options: LoweringO
         first = error
     if dispatch_regions.marked(mlir):
         # Phases in regions of ours are the likelier cause (IREE's code for
-        # some still read past an operand after whole_tiles): the same forms, woven.
+        # some reads past an operand, which no rewrite mends there): the same forms, woven.
         try:
             return pipeline.iree_compile(lower(options.phases_woven()), target, timeout_s=timeout_s,
                                          repro_dir=options.repro_dir)

@@ -337,9 +337,10 @@ def phase_stored_in_place(spec: ConvBackwardSpec, live: list[Phases], options: L
     are weight-first GEMMs there (`phase_one_tap_gemm`), since IREE's CUDA
     code stored the convolution-shaped ones wrongly in f16/bf16 (IREE
     fault `cuda_grouped_phase_store`). A stride along one dim alone (1-D
-    too) is IREE fault `cuda_strided_insert_mma_fusion`; gfx942 has not run it. With 8
-    channels (c8 k32 112x112) IREE's code for the phases in their regions
-    still read past an operand after `whole_tiles` and widening: they are
+    too) is IREE fault `cuda_strided_insert_mma_fusion`; gfx942 has not run
+    it. With 8 channels (c8 k32 112x112) IREE's code for the phases in their
+    regions read past an operand, and the workaround does not reach into
+    regions (widened there by their weight, they computed NaN): they are
     woven. Where that happens above the line (7x7 c16 k64 224x224),
     `compile_fallback` lowers the module again with the phases woven
     (`LoweringOptions.phases_in_place`)."""

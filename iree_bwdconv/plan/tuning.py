@@ -27,7 +27,8 @@ class Tuning:
     # CUDA per-phase: each phase stored in place (a dispatch of its own) from
     # this many grad_input channels a group. With 8 (c8 k32 112x112) IREE's code for
     # the phases read past an operand (IREE fault cuda_mma_padding_overread),
-    # which whole tiles did not mend there.
+    # and the workaround does not rewrite contractions in regions of ours:
+    # widened there by their weight, the c8 phases computed NaN (H200).
     in_place_min_channels: int = 16
     # GPU targets: a depthwise layer (one channel a group each way) takes the
     # direct form up to this many taps in its window. IREE's depthwise code
