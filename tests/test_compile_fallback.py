@@ -125,6 +125,13 @@ def test_phases_in_regions_refused_as_wrong_code_are_woven_before_the_plain_form
     assert compiler.inputs == [f"usual {dispatch_regions.MARK}", "usual, woven", "plain"]
 
 
+def test_only_a_module_with_phases_in_regions_of_ours_is_tried_woven():
+    cuda = LoweringOptions(target="cuda")
+    assert compile_fallback.woven_retry(f"usual {dispatch_regions.MARK}", cuda) == cuda.phases_woven()
+    assert compile_fallback.woven_retry("usual, woven", cuda) is None
+    assert compile_fallback.woven_retry(f"usual {dispatch_regions.MARK}", cuda.phases_woven()) is None
+
+
 def test_no_second_try_where_the_first_compiles_or_the_target_is_the_cpu(monkeypatch):
     compiler = _Compiler(set())
     monkeypatch.setattr(pipeline, "iree_compile", compiler)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from iree_bwdconv.compiler import pipeline
+from iree_bwdconv.compiler import compile_fallback, pipeline
 from iree_bwdconv import plugin
 from iree_bwdconv.errors import InvalidArgumentError, PipelineError
 from iree_bwdconv.plugin import command_line, driver
@@ -95,6 +95,27 @@ def test_a_rewritten_module_iree_fails_on_is_compiled_as_iree_lowers_it(monkeypa
     assert done.rewritten == 0 and done.output
     assert any("made to fail" in line and "iree-compile /saved.mlir" in line for line in done.log), done.log
     assert stages[-1] == "iree-compile" and any("rewrites" in stage for stage in stages)
+
+
+def test_a_rewritten_module_with_phases_in_regions_iree_fails_on_is_rewritten_woven(monkeypatch):
+    """As `compile_fallback` does: where IREE fails on phases in regions of
+    ours, the module is rewritten again with them woven before it is left
+    to IREE."""
+    failed = []
+    real = pipeline.compile_command_line
+
+    def failing_once(source, flags, output, stage, **kwargs):
+        if "rewrites" in stage and not failed:
+            failed.append(stage)
+            raise PipelineError(stage, "error: made to fail", "/saved.mlir", "iree-compile /saved.mlir")
+        return real(source, flags, output, stage, **kwargs)
+
+    monkeypatch.setattr(pipeline, "compile_command_line", failing_once)
+    monkeypatch.setattr(compile_fallback, "woven_retry",
+                        lambda text, options: options.phases_woven() if options.phases_in_place else None)
+    done = plugin.compile_command_line(TRANSPOSED, plugin.parse(CPU))
+    assert failed and done.rewritten and done.output
+    assert "lowered again with them woven" in done.log[0], done.log
 
 
 def test_a_fault_of_ours_leaves_the_module_to_iree(monkeypatch):

@@ -30,6 +30,15 @@ from iree_bwdconv.errors import PipelineError, PlainFormsWarning, WrongCodeError
 from iree_bwdconv.options import LoweringOptions
 
 
+def woven_retry(mlir: str, options: LoweringOptions) -> Optional[LoweringOptions]:
+    """The options to lower `mlir`'s op again with where IREE failed on it
+    or refused its code: its phases woven, where some of them sat in
+    dispatch regions of ours (IREE's code for some reads past an operand,
+    which no rewrite mends there); None where none did. `iree-bwdconv-compile`
+    takes the same second try (`plugin.driver`)."""
+    return options.phases_woven() if options.phases_in_place and dispatch_regions.marked(mlir) else None
+
+
 def compile_lowering(lower: Callable[[LoweringOptions], str], options: LoweringOptions,
                      timeout_s: Optional[float] = None) -> bytes:
     """`lower(options)`'s IR compiled for their target (each iree-compile
@@ -43,12 +52,10 @@ def compile_lowering(lower: Callable[[LoweringOptions], str], options: LoweringO
         if target == "cpu":
             raise
         first = error
-    if dispatch_regions.marked(mlir):
-        # Phases in regions of ours are the likelier cause (IREE's code for
-        # some reads past an operand, which no rewrite mends there): the same forms, woven.
+    woven = woven_retry(mlir, options)
+    if woven is not None:
         try:
-            return pipeline.iree_compile(lower(options.phases_woven()), target, timeout_s=timeout_s,
-                                         repro_dir=options.repro_dir)
+            return pipeline.iree_compile(lower(woven), target, timeout_s=timeout_s, repro_dir=options.repro_dir)
         except PipelineError:
             pass
     plain = lower(options.in_plain_forms())

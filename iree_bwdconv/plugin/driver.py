@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
-from iree_bwdconv.compiler import dispatch_regions, iree_faults, pipeline
+from iree_bwdconv.compiler import compile_fallback, dispatch_regions, iree_faults, pipeline
 from iree_bwdconv.errors import PipelineError
 from iree_bwdconv.options import LoweringOptions
 
@@ -81,7 +81,7 @@ def _compile_source(source: Union[str, bytes], line: CommandLine, options: Lower
     if not done.rewritten:
         return done
     text = dispatch_regions.wrap(text if isinstance(text, str) else text.decode())
-    in_regions = dispatch_regions.marked(text)
+    woven = compile_fallback.woven_retry(text, options)
     text = pipeline.for_target(text, options.target)
     if line.compile_to == "input":
         done.output = text.encode()
@@ -93,8 +93,8 @@ def _compile_source(source: Union[str, bytes], line: CommandLine, options: Lower
                                                     judge=options.target in pipeline.JUDGED_TARGETS,
                                                     repro_dir=options.repro_dir)
     except PipelineError as err:
-        if in_regions:  # as `compile_fallback` does: the same forms, their phases woven
-            again = _compile_source(source, line, options.phases_woven())
+        if woven is not None:
+            again = _compile_source(source, line, woven)
             first = str(err).splitlines()[0]
             again.log[:0] = [f"note: {first} with the stride phases in dispatches of their own; "
                              "lowered again with them woven"]
