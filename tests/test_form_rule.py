@@ -406,7 +406,7 @@ def test_cpu_grad_weight_im2col_layout(batch, channels, out_channels, size, kern
 ])
 def test_gpu_grouped_weight_gradient_forms(channels, groups, kernel, transposed, dtype, form):
     """Grouped weight gradients for CUDA at n32 (stride 2, 56x56): the
-    contraction split by images, its f16/bf16 operands read as f32 below
+    contraction split by images, its smaller f16/bf16 operand read as f32 below
     16 channels a group; im2col for strided 1-wide kernels, transposed
     layers, on gfx942 (whose code IREE did not compile for the g32 layer)
     and the CPU."""

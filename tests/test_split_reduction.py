@@ -88,8 +88,9 @@ HALF_GROUPED_CASES = [name for name, form in (param.values for param in FORMS_OF
 
 @pytest.mark.parametrize("name", HALF_GROUPED_CASES)
 def test_widened_grouped_contraction_matches_eager_float64(name: str, gpu_forms_split_small, monkeypatch) -> None:
-    """The grouped contraction with its f16/bf16 operands read as f32
-    (`plan.grad_weight.grouped_contraction_widened`), forced on every such case."""
+    """The grouped contraction with its smaller f16/bf16 operand read as
+    f32, the other widened in its body (`plan.grad_weight.grouped_contraction_widened`),
+    forced on every such case."""
     case = CASES[name]
     monkeypatch.setattr(gw, "by_im2col", lambda spec, options, tuning: (False, "forced"))
     monkeypatch.setattr(gw, "grouped_contraction_widened", lambda spec, options, tuning: True)
@@ -98,7 +99,8 @@ def test_widened_grouped_contraction_matches_eager_float64(name: str, gpu_forms_
     operand_types = [line.split(" ins(")[1].split(") outs(")[0].split(" : ")[1] for line in text.splitlines()
                      if "linalg.generic" in line and "reduction" in line and " ins(" in line]
     contractions = [types for types in operand_types if types.count("tensor<") == 2]
-    assert contractions and all(case.dtype not in types for types in contractions), operand_types
+    assert contractions and all(types.count("xf32>") == 1 and types.count(f"x{case.dtype}>") == 1
+                                for types in contractions), operand_types
     run_and_compare(case)
 
 

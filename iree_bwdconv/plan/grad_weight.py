@@ -157,8 +157,9 @@ def grouped_contraction_applies(spec: ConvBackwardSpec, options: LoweringOptions
 
 
 def grouped_contraction_widened(spec: ConvBackwardSpec, options: LoweringOptions, tuning: Tuning) -> bool:
-    """Whether that contraction reads its f16/bf16 operands as f32: below
-    `tuning.grouped_half_min_channels` channels a group (without widening
+    """Whether that contraction reads its smaller f16/bf16 operand as f32
+    (`builders.gradients._one_read_as_f32`), which keeps IREE off its MMA
+    code: below `tuning.grouped_half_min_channels` channels a group (without widening
     the 8-channel layers did not finish a 45 s benchmark), and for kernels
     with a dim of 1 but a window that slides along no dim whose channels a
     group fit IREE's MMA tile (in f16 1.6x-2.0x faster than widened)."""

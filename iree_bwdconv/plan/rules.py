@@ -120,7 +120,7 @@ RULES: dict[str, Rule] = {
     "wide_weight_im2col": Rule("grad_weight", "gpu", "512Ki+ weights unstrided or over few positions: im2col",
                                f"3x3 c256 k256 14x14: 0.76 ms against 0.49 ({_H})"),
     "grouped_weight_widened": Rule("grad_weight", "cuda", "grouped contraction below 16 channels a group or "
-                                   "1-wide off the MMA tile: operands read as f32",
+                                   "1-wide off the MMA tile: its smaller operand read as f32",
                                    "f16 did not finish in 45 s; IREE fault cuda_mma_padding_overread"),
     "cpu_columns_first": Rule("grad_weight", "cpu", "deep reduction: gather columns-first, split-K",
                               "ResNet-50 stem 1.8x faster"),
