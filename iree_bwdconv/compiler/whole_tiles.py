@@ -195,14 +195,12 @@ def rewrites(text: str, found: Sequence[Overread]) -> Iterator[str]:
     every one widened, as before whole tiles (where IREE pads the padded
     module anew); each widening first with one operand read as f32, then
     with every operand (`mma_padding.widened`), where IREE's code for the
-    first failed. Each is made only when asked for, and none that is
-    `text` or one made before."""
-    tiled: Optional[tuple[str, list[Overread]]] = None
+    first failed. Each widening is made only when asked for, and none
+    that is `text` or one made before."""
+    tiled, untiled = padded(text, found), (text, list(found))
     made = [text]
-    for whole, every in ((True, False), (False, False), (True, True), (False, True)):
-        if whole and tiled is None:
-            tiled = padded(text, found)
-        module = mma_padding.widened(*(tiled if whole else (text, found)), every=every)
+    for (source, left), every in ((tiled, False), (untiled, False), (tiled, True), (untiled, True)):
+        module = mma_padding.widened(source, left, every=every)
         if module not in made:
             made.append(module)
             yield module
