@@ -176,6 +176,8 @@ _LAYERS = (
     _layer("2x2_s2_c96", 8, 96, 192, 28, 2, 2, 0, 1, "auto"),
     _layer("5x5_s2_c64", 8, 64, 64, 28, 5, 2, 2, 1, "auto"),  # per-phase by the rule
     _layer("7x7_s2_c16", 8, 16, 64, 56, 7, 2, 3, 1, "auto"),
+    _layer("3x3_s2_c24_k40", 4, 24, 40, 29, 3, 2, 1, 1, "auto"),  # the phase kernel: channels off its tiles
+    _layer("2x2_s3_c16_k32", 4, 16, 32, 31, 2, 3, 0, 1, "auto"),  # the phase kernel: phases without taps
     _layer("transposed_1x1_s2", 8, 64, 128, 14, 1, 2, 0, 1, "auto", kind="transposed"),
     _layer("transposed_3x3_s2", 8, 64, 64, 14, 3, 2, 1, 1, "auto", kind="transposed"),
     _layer("transposed_1x1_s2_g4", 8, 64, 128, 14, 1, 2, 0, 4, "auto", kind="transposed"),

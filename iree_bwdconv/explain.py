@@ -81,12 +81,16 @@ def _ratio(executed: int, useful: int) -> str:
 
 def _executed(spec: ConvBackwardSpec, gradient: int, options: LoweringOptions, decided: Plan) -> int:
     """Multiply-adds of one gradient's lowering alone (0 for a gradient
-    with no products); our CUDA kernel computes each product of its GEMM once."""
+    with no products); our 1x1 CUDA kernel computes each product of its
+    GEMM once, and the phase kernel the products of the per-phase form's
+    phases (their windows' edges masked where the phases pad them)."""
     from iree_bwdconv import functional  # traces with torch, which explaining a file needs not
 
     alone = dataclasses.replace(spec, output_mask=tuple(i == gradient for i in range(3)))
     if gradient == 0 and decided.grad_input and decided.grad_input.form == "kernel":
         return (spec.batch or 1) * spec.in_channels * spec.out_channels * math.prod(spec.output_spatial)
+    if gradient == 0 and decided.grad_input and decided.grad_input.form == "phase-kernel":
+        options = dataclasses.replace(options, grad_input_form="per-phase")
     return multiply_adds.executed(functional.lowered(alone, None, options), repro_dir=options.repro_dir)
 
 

@@ -119,8 +119,10 @@ def test_gpu_half_precision_phases_run_in_f32(dtype, kernel, padding, groups, fo
         if target == "cpu" and chosen == "direct":
             continue  # the convolution_backward pattern's, in the spec's dtype (test_validation)
         mlir = functional.lowered(configuration, target=target)
-        by_kernel = gi.kernel_why_not(configuration, options) is None
-        if by_kernel:  # an ungrouped strided 1x1 kernel for CUDA: no linalg contraction at all
+        by_kernel = (gi.kernel_why_not(configuration, options) is None
+                     or gi.phase_kernel_why_not(configuration, options, for_target(target)) is None)
+        if by_kernel:  # one of our CUDA kernels (an ungrouped 1x1 kernel, or 16 channels a group by phases): no
+            # linalg contraction at all
             assert "hal.dispatch.extern" in mlir and not _contraction_operand_types(mlir)
             continue
         operand_types = _contraction_operand_types(mlir)
@@ -194,14 +196,15 @@ def test_gpu_lowering_of_half_precision_phases_is_right_on_the_cpu(kernel, paddi
     widened to f32, grad_input rounded where it is written; a 1x1 kernel's
     weight-first GEMM on a tap gathered by flat index), compiled for the CPU, against
     eager float64: the IR is right whatever a GPU's code generation does
-    with it. CUDA's own kernel, which takes ungrouped 1x1 layers, is kept
-    out: its PTX cannot run here (gfx942 gets these forms)."""
+    with it. CUDA's own kernels (ungrouped 1x1 layers, narrow phases) are kept
+    out: their PTX cannot run here (gfx942 gets these forms)."""
     from iree_bwdconv.compiler import dispatch_regions, pipeline
     from iree_bwdconv import reference
     from iree_bwdconv.run import runtime
 
     monkeypatch.setenv(GRAD_INPUT_FORM_VARIABLE, form)
     monkeypatch.setattr(gi, "kernel_why_not", lambda spec, options: "run on the CPU here")
+    monkeypatch.setattr(gi, "phase_kernel_why_not", lambda spec, options, tuning: "run on the CPU here")
     generator = torch.Generator().manual_seed(0)
     out = geometry.conv_output_size(15, kernel, stride, padding, 1)
     dy = torch.randn(2, 32, out, out, generator=generator).half()

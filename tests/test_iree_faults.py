@@ -119,12 +119,16 @@ def _misordered_configured(fault: Fault, target: str, workarounds: bool) -> bool
 
 def _our_regions(target: str, dy: list[int], x: list[int], w: list[int], groups: int) -> list[str]:
     """The bodies of our dispatch regions in the f16 grad_input of a stride-2
-    convolution without padding, as the plan lowers it for `target`."""
+    convolution without padding, as the plan lowers it for `target` without
+    our CUDA kernels (as `iree-bwdconv-compile` does; the phase kernel takes
+    such narrow layers otherwise)."""
     from iree_bwdconv import functional
+    from iree_bwdconv.options import LoweringOptions
 
     tensors = (torch.zeros(size, dtype=torch.float16) for size in (dy, x, w))
     spec = functional.spec_of(*tensors, None, [2, 2], [0, 0], [1, 1], False, [0, 0], groups, [True, False, False])
-    regions = functional.lowered(spec, target=target).split("flow.dispatch.region")[1:]
+    options = LoweringOptions(target=target, extern_kernels=False)
+    regions = functional.lowered(spec, target=options).split("flow.dispatch.region")[1:]
     return [region[:region.index("flow.return")] for region in regions]
 
 

@@ -48,6 +48,7 @@ def gpu_forms_split_small(monkeypatch):
     monkeypatch.setattr(functional, "lowered",
                         lambda spec, bias_sizes=None, target="cpu": original(spec, bias_sizes, "cuda"))
     monkeypatch.setattr(gi, "kernel_why_not", lambda spec, options: "run on the CPU here")
+    monkeypatch.setattr(gi, "phase_kernel_why_not", lambda spec, options, tuning: "run on the CPU here")
     monkeypatch.setitem(tuning.TUNING, "cuda", dataclasses.replace(tuning.TUNING["cuda"], split_min_chunk=MIN_CHUNK,
                                                                     split_target_partials=TARGET))
     functional.clear_cache()

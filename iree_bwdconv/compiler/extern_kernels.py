@@ -1,5 +1,5 @@
-"""Calls of the package's own kernels (`kernels.catalog`), made into IREE
-`hal.dispatch.extern` ops.
+"""Calls of the package's own kernels (`kernels.catalog`,
+`kernels.phase_catalog`), made into IREE `hal.dispatch.extern` ops.
 
 The patterns build IR with torch-mlir's bindings, which have no HAL
 dialect, so a pattern that hands a computation to a kernel emits a call of
@@ -8,8 +8,9 @@ the grad_input it writes into) carrying the layer's stride and padding. `link`
 runs on the finished linalg module in IREE's bindings: each such call
 becomes one extern dispatch of the kernel's PTX (embedded, so the IR
 compiles anywhere; the variant follows from the types and the call's
-stride and padding, `catalog.variant`) whose result is its third operand
-written in place, and the declarations go. The HAL attributes have no
+stride, padding and groups: `catalog.variant`, `phase_catalog.variant`)
+whose result is its third operand written in place, and the declarations
+go. The HAL attributes have no
 Python builders; they are parsed from their short textual forms.
 """
 
@@ -19,11 +20,12 @@ from iree.compiler import ir
 from iree.compiler.dialects import arith, hal
 
 from iree_bwdconv.compiler.iree_ir import edited, ops_where
-from iree_bwdconv.kernels import catalog
+from iree_bwdconv.kernels import catalog, phase_catalog
 
 PREFIX = "iree_bwdconv.kernel."
 STRIDE = "iree_bwdconv.stride"
 PADDING = "iree_bwdconv.padding"
+GROUPS = "iree_bwdconv.groups"
 # The executable target the PTX is keyed by: the CUDA target of
 # `pipeline.TARGET_FLAGS`.
 CUDA_TARGET = '#hal.executable.target<"cuda", "cuda-nvptx-fb", {target_arch = "sm_80"}>'
@@ -75,14 +77,24 @@ def _replace(call: ir.Operation) -> None:
     weight_shape = ir.RankedTensorType(weight.type).shape
     batch, in_channels, out_channels = dx_type.shape[0], dx_type.shape[1], weight_shape[0]
     input_size, output_size = dx_type.shape[2:], dy_shape[2:]
-    arguments = catalog.arguments(in_channels, out_channels, input_size, output_size,
-                                  _ints(call.attributes[STRIDE]), _ints(call.attributes[PADDING]))
-    positions = arguments[catalog.ARGUMENTS.index("OHW")]
-    variant = catalog.variant(str(dx_type.element_type), arguments)
+    stride, padding = _ints(call.attributes[STRIDE]), _ints(call.attributes[PADDING])
+    dtype = str(dx_type.element_type)
+    if str(call.attributes["callee"]).strip('"@').startswith(symbol(phase_catalog.KERNEL)):
+        arguments = phase_catalog.arguments(ir.IntegerAttr(call.attributes[GROUPS]).value, in_channels,
+                                            out_channels, input_size, output_size, weight_shape[2:], stride, padding)
+        variant = phase_catalog.variant(dtype, arguments)
+        # (positions, channels, images) as the count region takes them: a phase's, a group's, and every
+        # image's groups and phases
+        sizes = (phase_catalog.largest_phase(arguments), arguments[phase_catalog.ARGUMENTS.index("CG")],
+                 phase_catalog.grid_z(batch, arguments))
+    else:
+        arguments = catalog.arguments(in_channels, out_channels, input_size, output_size, stride, padding)
+        variant = catalog.variant(dtype, arguments)
+        sizes = (arguments[catalog.ARGUMENTS.index("OHW")], in_channels, batch)
     index, i32 = ir.IndexType.get(), ir.IntegerType.get_signless(32)
     with ir.InsertionPoint(call), call.location:
         constants = [arith.ConstantOp(i32, value).result for value in arguments]
-        workload = [arith.ConstantOp(index, value).result for value in (positions, in_channels, batch)]
+        workload = [arith.ConstantOp(index, value).result for value in sizes]
         dispatch = hal.DispatchExternOp(
             [dx_type], variant.name, workload, [*constants, weight, grad_output, init], [], [],
             _layout(len(arguments)), [ir.Attribute.parse(CUDA_TARGET)],

@@ -1,6 +1,8 @@
-"""aten.convolution_backward whose grad_input is an ungrouped 1x1
-kernel's, in f16/bf16 for CUDA: grad_input by a kernel of our own
-(`iree_bwdconv.kernels.catalog`), the other gradients as everywhere else.
+"""aten.convolution_backward whose grad_input one of our own CUDA kernels
+computes, the other gradients as everywhere else: an ungrouped 1x1
+kernel's in f16/bf16 (`iree_bwdconv.kernels.catalog`, the plan's form
+"kernel"), and, form "phase-kernel", a strided one's by stride phases
+(`iree_bwdconv.kernels.phase_catalog`; below, `_phase_call`).
 
 IREE 3.13 tiles the GEMM of a strided one's grad_input by (oh, ow) and
 stores it with a stride; no linalg form of it came nearer than 1.8x-2.4x
@@ -42,10 +44,10 @@ from torch_mlir.rewrite import PatternRewriter
 from iree_bwdconv.compiler import extern_kernels
 from iree_bwdconv.builders import replacement
 from iree_bwdconv.builders import linalg_builders as lb
-from iree_bwdconv.kernels import catalog
+from iree_bwdconv.kernels import catalog, phase_catalog
 from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.plan import plan as plan_of
-from iree_bwdconv.plan.grad_input import kernel_why_not
+from iree_bwdconv.plan.grad_input import kernel_why_not, phase_kernel_why_not
 from iree_bwdconv.spec import ConvBackwardSpec
 
 
@@ -61,23 +63,59 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter, *, options: LoweringOpt
         return reason
     plan = plan_of(spec, options)
     if plan.pattern != NAME:
-        return kernel_why_not(spec, options) or f"the plan's grad_input form is {plan.grad_input.form}"
+        if not spec.output_mask[0]:
+            return "grad_input is not asked for"
+        return (f"the 1x1 kernel: {kernel_why_not(spec, options) or 'the plan picks another form'}; the phase "
+                f"kernel: {phase_kernel_why_not(spec, options, plan.tuning) or 'the plan picks another form'}")
     replacement.replace_convolution_backward(op, rewriter, plan, builder(op))
     return None
 
 
 def builder(op: ir.Operation) -> replacement.GradInputBuilder:
-    """grad_input by a call of the kernel, declared in the module that holds `op`."""
+    """grad_input by a call of the plan's kernel, declared in the module that holds `op`."""
     module = op
     while module.name != "builtin.module":
         module = module.parent
-    return lambda spec, grad_output, weight, *, plan: _call(module, spec, grad_output, weight)
+
+    def build(spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value, *, plan) -> ir.Value:
+        if plan.grad_input.form == "phase-kernel":
+            return _phase_call(module, spec, grad_output, weight)
+        return _call(module, spec, grad_output, weight)
+
+    return build
+
+
+def _declared(module: ir.Operation, kernel: str, function_type: ir.FunctionType) -> ir.FlatSymbolRefAttr:
+    """The kernel's declaration, the module's first of this function type
+    (`_1`, `_2`... after the first: one name, one type)."""
+    symbols = ir.SymbolTable(module)
+    callee, count = extern_kernels.symbol(kernel), 0
+    while callee in symbols and ir.TypeAttr(symbols[callee].attributes["function_type"]).value != function_type:
+        count += 1
+        callee = extern_kernels.symbol(f"{kernel}_{count}")
+    if callee not in symbols:
+        with ir.InsertionPoint(module.regions[0].blocks[0]):
+            symbols.insert(func.FuncOp(callee, function_type, visibility="private").operation)
+    return ir.FlatSymbolRefAttr.get(callee)
+
+
+def _phase_call(module: ir.Operation, spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
+    """The phase kernel's call: it writes every position of grad_input
+    (a phase without taps its zeros), so grad_input starts unfilled, and
+    it reads the weight as it is, [G*KG, CG, *kernel]."""
+    element = ir.RankedTensorType(grad_output.type).element_type
+    init = tensor.EmptyOp([spec.batch, spec.in_channels, *spec.input_spatial], element).result
+    function_type = ir.FunctionType.get([weight.type, grad_output.type, init.type], [init.type])
+    call = func.CallOp([init.type], _declared(module, phase_catalog.KERNEL, function_type),
+                       [weight, grad_output, init])
+    call.attributes[extern_kernels.STRIDE] = ir.DenseI64ArrayAttr.get(list(spec.stride))
+    call.attributes[extern_kernels.PADDING] = ir.DenseI64ArrayAttr.get(list(spec.padding))
+    call.attributes[extern_kernels.GROUPS] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), spec.groups)
+    return call.result
 
 
 def _call(module: ir.Operation, spec: ConvBackwardSpec, grad_output: ir.Value, weight: ir.Value) -> ir.Value:
-    """The kernel's call; its declaration is the module's first of this
-    function type (`_1`, `_2`... after the first: one name, one type).
-    Input channels off the kernel's multiple of 8 are padded: the weight's
+    """The 1x1 kernel's call. Input channels off the kernel's multiple of 8 are padded: the weight's
     rows with zeros, and grad_input is gathered back from the padded one the
     kernel writes (a copy of it, against IREE's f16 GEMM widened to f32)."""
     channels = catalog.padded_channels(spec.in_channels)
@@ -85,15 +123,7 @@ def _call(module: ir.Operation, spec: ConvBackwardSpec, grad_output: ir.Value, w
     weight = lb.pad(weight, [0] * (spec.spatial_rank + 2), [0, extra] + [0] * spec.spatial_rank)
     init = _grad_input_init(spec, channels, grad_output)
     function_type = ir.FunctionType.get([weight.type, grad_output.type, init.type], [init.type])
-    symbols = ir.SymbolTable(module)
-    callee, count = extern_kernels.symbol(catalog.KERNEL), 0
-    while callee in symbols and ir.TypeAttr(symbols[callee].attributes["function_type"]).value != function_type:
-        count += 1
-        callee = extern_kernels.symbol(f"{catalog.KERNEL}_{count}")
-    if callee not in symbols:
-        with ir.InsertionPoint(module.regions[0].blocks[0]):
-            symbols.insert(func.FuncOp(callee, function_type, visibility="private").operation)
-    call = func.CallOp([init.type], ir.FlatSymbolRefAttr.get(callee), [weight, grad_output, init])
+    call = func.CallOp([init.type], _declared(module, catalog.KERNEL, function_type), [weight, grad_output, init])
     call.attributes[extern_kernels.STRIDE] = ir.DenseI64ArrayAttr.get(list(spec.stride))
     call.attributes[extern_kernels.PADDING] = ir.DenseI64ArrayAttr.get(list(spec.padding))
     return lb.leading_by_gather(call.result, 1, spec.in_channels) if extra else call.result

@@ -8,7 +8,7 @@ stride=2, padding=1)` executes 4x the multiply-adds it needs. It is the
 grad_input of a convolution from its output's shape to its input's, with
 its weight as it is (`torch_ir.read_transposed_convolution`): the plan
 picks its form as it would that gradient's (stride phases, col2im, a 1x1
-kernel's GEMM, our CUDA kernel), so decoders and generators multiply no
+kernel's GEMM, our CUDA kernels), so decoders and generators multiply no
 zero where the strided data gradients multiply none. At stride 1 there
 are no zeros to avoid, and torch-mlir's lowering keeps it, but for one
 input channel a group, where that lowering emits invalid IR: such a layer
@@ -50,7 +50,7 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter, *, options: LoweringOpt
     form = plan.grad_input.form
     with rewriter.ip, op.location:
         input_, weight, bias = (list(op.operands)[i] for i in range(3))
-        if form == "kernel":
+        if form in ("kernel", "phase-kernel"):
             build = convolution_backward_kernel.builder(op)
         elif form == "direct":
             build = convolution_backward.grad_input_direct

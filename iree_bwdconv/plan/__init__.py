@@ -31,7 +31,8 @@ __all__ = ["Plan", "GradInputPlan", "GradWeightPlan", "GradBiasPlan", "ForwardPl
            "plan", "plan_forward", "plan_transposed_forward", "one_group_spec"]
 
 # The pattern that builds each grad_input form (iree_bwdconv/patterns/).
-PATTERN_OF_FORM = {"kernel": "convolution_backward_kernel", "per-phase": "convolution_backward_phases",
+PATTERN_OF_FORM = {"kernel": "convolution_backward_kernel", "phase-kernel": "convolution_backward_kernel",
+                   "per-phase": "convolution_backward_phases",
                    "col2im": "convolution_backward_phases", "sub-pixel": "convolution_backward_phases",
                    "direct": "convolution_backward", "transposed": "convolution_backward", None: "convolution_backward"}
 

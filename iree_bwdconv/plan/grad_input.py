@@ -15,7 +15,7 @@ from typing import Optional
 
 from iree_bwdconv import geometry
 from iree_bwdconv.compiler import iree_faults
-from iree_bwdconv.kernels import catalog
+from iree_bwdconv.kernels import catalog, phase_catalog
 from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.spec import ConvBackwardSpec
 from iree_bwdconv.plan import targets
@@ -27,7 +27,7 @@ STRIDED_FORMS = ("per-phase", "col2im", "sub-pixel")
 
 @dataclass(frozen=True)
 class GradInputPlan:
-    """form: "kernel", "per-phase", "col2im", "sub-pixel", "direct" or
+    """form: "kernel", "phase-kernel", "per-phase", "col2im", "sub-pixel", "direct" or
     "transposed" (a transposed convolution's, a strided forward one).
     in_f32: its f16/bf16 operands widened to f32 before the form runs.
     The rest are the choices of one form's builder (False elsewhere)."""
@@ -102,6 +102,59 @@ def kernel_why_not(spec: ConvBackwardSpec, options: LoweringOptions) -> Optional
     per_image = max(channels * math.prod(spec.input_spatial), spec.out_channels * math.prod(spec.output_spatial))
     if per_image > catalog.MAX_IMAGE_ELEMENTS:
         return f"{per_image} elements an image: the kernel's offsets are 32-bit"
+    return None
+
+
+def phase_kernel_why_not(spec: ConvBackwardSpec, options: LoweringOptions, tuning: Tuning) -> Optional[str]:
+    """None where our CUDA phase kernel computes this strided grad_input
+    (`kernels.phase_catalog`), else why not. IREE 3.13 runs one dispatch
+    a phase, pads each phase's window inside it and stores its rows with
+    the stride; the kernel runs every phase of every image and group in one
+    launch, its window's edges masked. It takes narrow GEMMs a group
+    (`tuning.phase_kernel_max_group_channels`): on the H100 (f16, n32,
+    grad_input alone) 1.6x-1.8x faster than the phases stored in place on
+    four grouped layers of 16 and 32 channels a group, 2.1x with 8 (g32 c256
+    200x200: 1.86 ms against 3.89), 1.2x on the GAN's k4 s2 transposed
+    layer (c32), 1.6x-10x on layers of 3-16 grad_input channels
+    (ResNet-50's stem 0.80 ms against 6.3 in place); from 64 channels it
+    ran 1.4x-2.5x slower (the U-Net's k2 s2 transposed layer 0.132 ms
+    against 0.079, ResNet-50's 3x3 s2 layers), and 2.4x slower depthwise
+    (docs/performance.md, "The phase kernel")."""
+    if options.target != "cuda":
+        return f"the kernel is CUDA PTX; the target is {options.target}"
+    if not options.extern_kernels:
+        return "extern_kernels=False: no form may call our kernel"
+    if options.grad_input_form != "auto":
+        return f"grad_input_form={options.grad_input_form!r} forces a linalg form"
+    if spec.transposed:
+        return "transposed=True: grad_input is a strided convolution without zeros"
+    if not spec.output_mask[0]:
+        return "grad_input is not asked for"
+    if all(s == 1 for s in spec.stride):
+        return "stride 1: one phase, no zeros to skip"
+    if all(k == 1 for k in spec.kernel):
+        return f"kernel {spec.kernel}: a 1x1 kernel's phase is one GEMM"
+    if any(d != 1 for d in spec.dilation):
+        return f"dilation {spec.dilation}: the kernel's taps of a phase are a stride apart"
+    if spec.dtype not in phase_catalog.DTYPES:
+        return f"dtype {spec.dtype}: the kernel is f16/bf16 (f32 would need it without TF32)"
+    if spec.spatial_rank > 2:
+        return f"{spec.spatial_rank}-D: the kernel takes 1-D and 2-D layers"
+    if spec.dynamic_batch:
+        return "dynamic batch: the kernel's dispatch is built for static shapes"
+    arguments = phase_catalog.arguments(spec.groups, spec.in_channels, spec.out_channels, spec.input_spatial,
+                                        spec.output_spatial, spec.kernel, spec.stride, spec.padding)
+    if phase_catalog.grid_z(spec.batch, arguments) > phase_catalog.MAX_GRID_Z:
+        return (f"batch {spec.batch} x groups {spec.groups} x phases: over the {phase_catalog.MAX_GRID_Z} "
+                "workgroup rows the kernel runs them in")
+    if phase_catalog.image_elements(arguments) > phase_catalog.MAX_IMAGE_ELEMENTS:
+        return f"{phase_catalog.image_elements(arguments)} elements an image: the kernel's offsets are 32-bit"
+    if spec.in_channels_per_group > tuning.phase_kernel_max_group_channels:
+        return (f"{spec.in_channels_per_group} grad_input channels a group: over "
+                f"{tuning.phase_kernel_max_group_channels}, IREE's phases in place are faster")
+    if spec.out_channels_per_group < tuning.phase_kernel_min_group_outputs:
+        return (f"{spec.out_channels_per_group} grad_output channels a group: under "
+                f"{tuning.phase_kernel_min_group_outputs}, most of the kernel's k steps of 16 would be padding")
     return None
 
 
@@ -188,6 +241,8 @@ def form(spec: ConvBackwardSpec, options: LoweringOptions, tuning: Tuning) -> tu
         return "transposed", "transposed_strided_conv"
     if kernel_why_not(spec, options) is None:
         return "kernel", "cuda_kernel"
+    if phase_kernel_why_not(spec, options, tuning) is None:
+        return "phase-kernel", "cuda_phase_kernel"
     if not avoids_zeros(spec, options):
         return "direct", "unit_stride_direct"
     return strided_form(spec, options, tuning)

@@ -30,6 +30,15 @@ class Tuning:
     # and the workaround does not rewrite contractions in regions of ours:
     # widened there by their weight, the c8 phases computed NaN (H200).
     in_place_min_channels: int = 16
+    # CUDA: our phase kernel computes a strided grad_input whose GEMM a
+    # group is narrow: at most this many grad_input channels a group, and at
+    # least `phase_kernel_min_group_outputs` grad_output channels a group.
+    # On the H100, n32 f16: 1.6x-1.8x faster than the phases stored in place
+    # with 16-32 channels a group, 2.1x with 8 (g32 c256 200x200), 1.6x-10x
+    # on layers of 3-16 channels; 1.4x-2.5x slower with 64 or more (c64 5x5,
+    # ResNet-50's 3x3), and depthwise (one channel a group) 2.4x slower.
+    phase_kernel_max_group_channels: int = 32
+    phase_kernel_min_group_outputs: int = 8
     # GPU targets: a depthwise layer (one channel a group each way) takes the
     # direct form up to this many taps in its window. IREE's depthwise code
     # on the H200 cost the same per output from 9 to 36 taps and 1.4x more at
