@@ -20,6 +20,7 @@ from iree_bwdconv.kernels import catalog
 from iree_bwdconv.options import LoweringOptions
 from iree_bwdconv.plan.grad_input import kernel_why_not
 
+from kernel_ptx import assert_callable_by_iree
 from specs import spec_nd
 
 
@@ -43,13 +44,8 @@ def test_every_variant_ships_its_ptx(tile, dtype, alignment, form):
     variant = catalog.variant_by_name(catalog.variant_name(dtype, alignment, tile[0], form))
     assert (variant.block_channels, variant.block_positions) == tile[:2]
     assert variant.workgroup_size == (32 * tile[3], 1, 1)
-    ptx = variant.ptx.read_text()
-    assert re.findall(r"\.visible \.entry (\w+)\(", ptx) == [variant.name]
-    params = re.findall(rf"\.param \.(\w+)(?: \.ptr \.global \.align \d+)? {variant.name}_param_\d+", ptx)
-    assert params == ["u64"] * 3 + ["u32"] * len(catalog.ARGUMENTS)
-    assert re.search(r"\.reqntid (\d+)", ptx).group(1) == str(variant.workgroup_size[0])
-    assert ".target sm_80" in ptx and "global_smem" in ptx
-    assert 0 < variant.shared_memory <= 48 * 1024
+    ptx = assert_callable_by_iree(variant, len(catalog.ARGUMENTS))
+    assert "global_smem" in ptx
     assert set(re.findall(r"st\.global(?:\.cs)?(?:\.v\d)?\.b\d+", ptx)) == {_STORES[form]}
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Sequence
 
 if __package__:
+    from iree_bwdconv import geometry
     from iree_bwdconv.kernels import catalog
-else:  # `generate.py` imports the catalogs from this folder, without the package
+else:  # `generate.py` imports the catalogs from this folder, without the package (and needs no geometry)
     import catalog
 
 KERNEL = "phase_grad_input"
@@ -64,7 +65,7 @@ def arguments(
 def largest_phase(arguments: Sequence[int]) -> int:
     """Positions of phase (0, 0), the largest: the grid's x covers them."""
     a = _named(arguments)
-    return -(-a["H"] // a["S_H"]) * -(-a["W"] // a["S_W"])
+    return geometry.position_grid_length(a["H"], a["S_H"]) * geometry.position_grid_length(a["W"], a["S_W"])
 
 
 def grid_z(batch: int, arguments: Sequence[int]) -> int:

@@ -50,7 +50,7 @@ def rewrite(op: ir.Operation, rewriter: PatternRewriter, *, options: LoweringOpt
     form = plan.grad_input.form
     with rewriter.ip, op.location:
         input_, weight, bias = (list(op.operands)[i] for i in range(3))
-        if form in ("kernel", "phase-kernel"):
+        if plan.pattern == convolution_backward_kernel.NAME:
             build = convolution_backward_kernel.builder(op)
         elif form == "direct":
             build = convolution_backward.grad_input_direct

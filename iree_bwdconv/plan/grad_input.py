@@ -68,16 +68,11 @@ def position_residues(phases: Phases) -> tuple[int, ...]:
     return tuple(ph.position_residue for ph in phases)
 
 
-def kernel_why_not(spec: ConvBackwardSpec, options: LoweringOptions) -> Optional[str]:
-    """None where our CUDA kernel computes this grad_input, else why not.
-    IREE 3.13 tiles the GEMM of a strided 1x1 kernel's grad_input by (oh,
-    ow) and stores it with a stride; no linalg form of it came nearer than
-    1.8x-2.4x of IREE's own matmul on the H100, and at stride 1 its linalg
-    GEMM ran 1.2x-1.5x slower than the kernel (docs/performance-journal.md, "The
-    strided 1x1 GEMM", "The kernel at stride 1"). Input channels that are
-    not a multiple of 8 are padded for it (`catalog.padded_channels`): IREE's
-    own f16 GEMM read past them and was widened to f32, 3.7x-14x slower than
-    upstream's (1x1 s2 n32 c252 k504 56x56 on the H200: 5.6 ms against 0.68)."""
+def _extern_kernel_why_not(spec: ConvBackwardSpec, options: LoweringOptions) -> Optional[str]:
+    """Why neither of our CUDA kernels can compute this grad_input, or None:
+    what both need (a CUDA target that links them, no forced form, the
+    grad_input of a strided convolution asked for, f16/bf16, 1-D or 2-D,
+    static shapes)."""
     if options.target != "cuda":
         return f"the kernel is CUDA PTX; the target is {options.target}"
     if not options.extern_kernels:
@@ -88,14 +83,30 @@ def kernel_why_not(spec: ConvBackwardSpec, options: LoweringOptions) -> Optional
         return "transposed=True: grad_input is a strided convolution without zeros"
     if not spec.output_mask[0]:
         return "grad_input is not asked for"
-    if any(k != 1 for k in spec.kernel) or spec.groups != 1:
-        return f"kernel {spec.kernel}, groups {spec.groups}: the kernel is an ungrouped 1x1 one's"
     if spec.dtype not in catalog.DTYPES:
         return f"dtype {spec.dtype}: the kernel is f16/bf16 (f32 would need it without TF32)"
     if spec.spatial_rank > 2:
         return f"{spec.spatial_rank}-D: the kernel takes 1-D and 2-D layers"
     if spec.dynamic_batch:
         return "dynamic batch: the kernel's dispatch is built for static shapes"
+    return None
+
+
+def kernel_why_not(spec: ConvBackwardSpec, options: LoweringOptions) -> Optional[str]:
+    """None where our CUDA kernel computes this grad_input, else why not.
+    IREE 3.13 tiles the GEMM of a strided 1x1 kernel's grad_input by (oh,
+    ow) and stores it with a stride; no linalg form of it came nearer than
+    1.8x-2.4x of IREE's own matmul on the H100, and at stride 1 its linalg
+    GEMM ran 1.2x-1.5x slower than the kernel (docs/performance-journal.md, "The
+    strided 1x1 GEMM", "The kernel at stride 1"). Input channels that are
+    not a multiple of 8 are padded for it (`catalog.padded_channels`): IREE's
+    own f16 GEMM read past them and was widened to f32, 3.7x-14x slower than
+    upstream's (1x1 s2 n32 c252 k504 56x56 on the H200: 5.6 ms against 0.68)."""
+    common = _extern_kernel_why_not(spec, options)
+    if common:
+        return common
+    if any(k != 1 for k in spec.kernel) or spec.groups != 1:
+        return f"kernel {spec.kernel}, groups {spec.groups}: the kernel is an ungrouped 1x1 one's"
     if spec.batch > catalog.MAX_IMAGES:
         return f"batch {spec.batch}: the kernel runs an image per workgroup row, at most {catalog.MAX_IMAGES}"
     channels = catalog.padded_channels(spec.in_channels)
@@ -120,28 +131,15 @@ def phase_kernel_why_not(spec: ConvBackwardSpec, options: LoweringOptions, tunin
     ran 1.4x-2.5x slower (the U-Net's k2 s2 transposed layer 0.132 ms
     against 0.079, ResNet-50's 3x3 s2 layers), and 2.4x slower depthwise
     (docs/performance.md, "The phase kernel")."""
-    if options.target != "cuda":
-        return f"the kernel is CUDA PTX; the target is {options.target}"
-    if not options.extern_kernels:
-        return "extern_kernels=False: no form may call our kernel"
-    if options.grad_input_form != "auto":
-        return f"grad_input_form={options.grad_input_form!r} forces a linalg form"
-    if spec.transposed:
-        return "transposed=True: grad_input is a strided convolution without zeros"
-    if not spec.output_mask[0]:
-        return "grad_input is not asked for"
+    common = _extern_kernel_why_not(spec, options)
+    if common:
+        return common
     if all(s == 1 for s in spec.stride):
         return "stride 1: one phase, no zeros to skip"
     if all(k == 1 for k in spec.kernel):
         return f"kernel {spec.kernel}: a 1x1 kernel's phase is one GEMM"
     if any(d != 1 for d in spec.dilation):
         return f"dilation {spec.dilation}: the kernel's taps of a phase are a stride apart"
-    if spec.dtype not in phase_catalog.DTYPES:
-        return f"dtype {spec.dtype}: the kernel is f16/bf16 (f32 would need it without TF32)"
-    if spec.spatial_rank > 2:
-        return f"{spec.spatial_rank}-D: the kernel takes 1-D and 2-D layers"
-    if spec.dynamic_batch:
-        return "dynamic batch: the kernel's dispatch is built for static shapes"
     arguments = phase_catalog.arguments(spec.groups, spec.in_channels, spec.out_channels, spec.input_spatial,
                                         spec.output_spatial, spec.kernel, spec.stride, spec.padding)
     if phase_catalog.grid_z(spec.batch, arguments) > phase_catalog.MAX_GRID_Z:

@@ -116,7 +116,7 @@ def _accumulated(value: ir.Value, init: ir.Value) -> ir.Value:
 
 def _grad_input_builder(plan: Plan, anchor: ir.Operation) -> replacement.GradInputBuilder:
     form = plan.grad_input.form
-    if form in ("kernel", "phase-kernel"):
+    if plan.pattern == convolution_backward_kernel.NAME:
         return convolution_backward_kernel.builder(anchor)
     if form == "direct":
         return convolution_backward.grad_input_direct
